@@ -1,0 +1,245 @@
+//! Batches of keyed records: what a request carries.
+//!
+//! A batch stores its records back to back in one byte buffer with a small index, so that
+//! building, routing and shipping a batch costs no allocation per record once the buffers have
+//! grown. Each record is a key (what keyed state and routing use) and a value (the payload).
+
+use crate::hash::key_hash;
+use serde::de::{SeqAccess, Visitor};
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Meta {
+    key_end: u32,
+    end: u32,
+    hash: u64,
+}
+
+/// One record of a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// Routing and state key (may be empty for unkeyed records).
+    pub key: &'a [u8],
+    /// Payload.
+    pub value: &'a [u8],
+    /// [`key_hash`] of `key`, computed once when the record was added.
+    pub hash: u64,
+}
+
+/// A sequence of records in one contiguous buffer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Batch {
+    bytes: Vec<u8>,
+    meta: Vec<Meta>,
+}
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty batch with room for `records` records of `bytes` bytes in all.
+    pub fn with_capacity(records: usize, bytes: usize) -> Self {
+        Self { bytes: Vec::with_capacity(bytes), meta: Vec::with_capacity(records) }
+    }
+
+    /// Appends a record, hashing its key.
+    #[inline]
+    pub fn push(&mut self, key: &[u8], value: &[u8]) {
+        self.push_hashed(key_hash(key), key, value);
+    }
+
+    /// Appends a record whose key hash is already known.
+    #[inline]
+    pub fn push_hashed(&mut self, hash: u64, key: &[u8], value: &[u8]) {
+        self.bytes.extend_from_slice(key);
+        let key_end = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(value);
+        self.meta.push(Meta { key_end, end: self.bytes.len() as u32, hash });
+    }
+
+    /// Appends a record of another batch.
+    #[inline]
+    pub fn push_record(&mut self, r: Record<'_>) {
+        self.push_hashed(r.hash, r.key, r.value);
+    }
+
+    /// Number of records.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.meta.len()
+    }
+
+    /// Whether the batch has no records.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.meta.is_empty()
+    }
+
+    /// Payload bytes (keys and values) in the batch.
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Removes every record, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.meta.clear();
+    }
+
+    /// Record `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Record<'_> {
+        let m = self.meta[i];
+        let start = if i == 0 { 0 } else { self.meta[i - 1].end as usize };
+        Record {
+            key: &self.bytes[start..m.key_end as usize],
+            value: &self.bytes[m.key_end as usize..m.end as usize],
+            hash: m.hash,
+        }
+    }
+
+    /// The records in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Record<'_>> + '_ {
+        let mut start = 0usize;
+        self.meta.iter().map(move |m| {
+            let r = Record {
+                key: &self.bytes[start..m.key_end as usize],
+                value: &self.bytes[m.key_end as usize..m.end as usize],
+                hash: m.hash,
+            };
+            start = m.end as usize;
+            r
+        })
+    }
+}
+
+impl<'a> FromIterator<(&'a [u8], &'a [u8])> for Batch {
+    fn from_iter<T: IntoIterator<Item = (&'a [u8], &'a [u8])>>(iter: T) -> Self {
+        let mut b = Batch::new();
+        for (k, v) in iter {
+            b.push(k, v);
+        }
+        b
+    }
+}
+
+/// On the wire a batch is a sequence of `(key, value)` byte strings; hashes are recomputed on
+/// arrival, which is cheaper than shipping them.
+impl Serialize for Batch {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.len()))?;
+        for r in self.iter() {
+            seq.serialize_element(&(serde_bytes_ref(r.key), serde_bytes_ref(r.value)))?;
+        }
+        seq.end()
+    }
+}
+
+/// Serializes a byte slice as bytes (not as a sequence of integers).
+fn serde_bytes_ref(b: &[u8]) -> BytesRef<'_> {
+    BytesRef(b)
+}
+
+struct BytesRef<'a>(&'a [u8]);
+
+impl Serialize for BytesRef<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Batch {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct BatchVisitor;
+        impl<'de> Visitor<'de> for BatchVisitor {
+            type Value = Batch;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a sequence of (key, value) byte strings")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Batch, A::Error> {
+                // Cap the preallocation: a hostile length prefix must not allocate.
+                let hint = seq.size_hint().unwrap_or(0).min(4096);
+                let mut b = Batch::with_capacity(hint, hint * 16);
+                while let Some((k, v)) = seq.next_element::<(BytesBuf<'de>, BytesBuf<'de>)>()? {
+                    b.push(k.as_slice(), v.as_slice());
+                }
+                Ok(b)
+            }
+        }
+        d.deserialize_seq(BatchVisitor)
+    }
+}
+
+/// Borrowed when the format allows (postcard from a slice), owned otherwise (JSON).
+enum BytesBuf<'de> {
+    Borrowed(&'de [u8]),
+    Owned(Vec<u8>),
+}
+
+impl BytesBuf<'_> {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Self::Borrowed(b) => b,
+            Self::Owned(v) => v,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for BytesBuf<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = BytesBuf<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("bytes")
+            }
+            fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<Self::Value, E> {
+                Ok(BytesBuf::Borrowed(v))
+            }
+            fn visit_bytes<E>(self, v: &[u8]) -> Result<Self::Value, E> {
+                Ok(BytesBuf::Owned(v.to_vec()))
+            }
+            fn visit_byte_buf<E>(self, v: Vec<u8>) -> Result<Self::Value, E> {
+                Ok(BytesBuf::Owned(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut v = Vec::new();
+                while let Some(b) = seq.next_element::<u8>()? {
+                    v.push(b);
+                }
+                Ok(BytesBuf::Owned(v))
+            }
+        }
+        d.deserialize_bytes(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_through_postcard() {
+        let mut b = Batch::new();
+        b.push(b"k1", b"value one");
+        b.push(b"", b"");
+        b.push(b"key three", b"3");
+        let wire = postcard::to_allocvec(&b).unwrap();
+        let back: Batch = postcard::from_bytes(&wire).unwrap();
+        assert_eq!(back, b);
+        let recs: Vec<_> = back.iter().map(|r| (r.key.to_vec(), r.value.to_vec())).collect();
+        assert_eq!(recs[2], (b"key three".to_vec(), b"3".to_vec()));
+        assert_eq!(back.get(1).key, b"");
+        assert_eq!(back.get(2).hash, key_hash(b"key three"));
+    }
+
+    #[test]
+    fn hostile_length_prefix_does_not_allocate_or_panic() {
+        // A sequence length of 2^32-1 followed by nothing.
+        let wire = [0xff, 0xff, 0xff, 0xff, 0x0f];
+        assert!(postcard::from_bytes::<Batch>(&wire).is_err());
+    }
+}

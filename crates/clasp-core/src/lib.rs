@@ -1,0 +1,26 @@
+//! clasp-core: the pipeline model every other part of clasp builds on.
+//!
+//! - [`spec`] parses and validates TOML pipeline specs into a [`Pipeline`];
+//! - [`operator`] is the API user functions implement, with [`state`] holding keyed state in
+//!   key groups and [`batch`] the records a request carries;
+//! - [`placement`] and [`stats`] are the data exchanged between the planning core
+//!   (`clasp-plan`), the runtime and the simulator.
+
+pub mod batch;
+pub mod hash;
+pub mod ids;
+pub mod kind;
+pub mod operator;
+pub mod pipeline;
+pub mod placement;
+pub mod rng;
+pub mod spec;
+pub mod state;
+pub mod stats;
+
+pub use batch::{Batch, Record};
+pub use ids::{KeyGroup, OperatorId, SinkId, SourceId, StreamId, WorkerId};
+pub use kind::OperatorKind;
+pub use operator::{Context, DynOperator, Emitter, Operator, Registry};
+pub use pipeline::{Endpoint, Pipeline};
+pub use spec::SpecError;

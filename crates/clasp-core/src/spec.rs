@@ -1,0 +1,737 @@
+//! The TOML spec format (documented in `docs/spec-format.md`) and its validation.
+//!
+//! Parsing goes descriptor → validated record: the raw TOML tables below keep byte spans so
+//! that every problem is reported with the file, line, column and field it concerns, plus what
+//! to do about it. Only a fully valid spec becomes a [`Pipeline`].
+
+use crate::ids::{OperatorId, SinkId, SourceId, StreamId};
+use crate::kind::OperatorKind;
+use crate::pipeline::{
+    Endpoint, Operator, Origin, Pipeline, ServiceMode, ServicePer, ServiceTime, Sink, Source,
+    Stream,
+};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+use toml::Spanned;
+
+/// What is wrong with a spec.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Problem {
+    /// The file could not be read.
+    Io(String),
+    /// Not valid TOML, or a value of the wrong type.
+    Syntax(String),
+    /// A field the format does not have.
+    UnknownField(String),
+    /// A required field is missing.
+    MissingField(String),
+    /// Two elements share a name.
+    DuplicateName { name: String, first_line: usize },
+    /// A name with characters outside `[A-Za-z0-9_.-]`, or empty.
+    BadName(String),
+    /// `kind` is not one of Table I's kinds.
+    UnknownKind(String),
+    /// A stream names an element that does not exist.
+    UnknownNode { name: String, suggestion: Option<String> },
+    /// A stream leads into a source.
+    SourceWithInput { source: String },
+    /// A stream leaves a sink.
+    SinkWithOutput { sink: String },
+    /// The same stream is declared twice.
+    DuplicateStream { from: String, to: String },
+    /// The streams form a cycle.
+    Cycle(Vec<String>),
+    /// A stateful operator without `key`.
+    StatefulWithoutKey(String),
+    /// `key` on an operator that is not stateful.
+    KeyWithoutState(String),
+    /// An operator no source reaches.
+    Unreachable(String),
+    /// A source that feeds nothing, or a sink that receives nothing.
+    Dangling(String),
+    /// A number that must be finite and non-negative.
+    Negative { value: f64 },
+    /// A value outside the allowed set.
+    BadValue { value: String, allowed: &'static [&'static str] },
+    /// The spec declares no source or no operator.
+    Empty(&'static str),
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io(e) => write!(f, "cannot read the spec: {e}"),
+            Self::Syntax(e) => write!(f, "invalid TOML: {e}"),
+            Self::UnknownField(e) => write!(f, "unknown field: {e}"),
+            Self::MissingField(name) => write!(f, "missing required field `{name}`"),
+            Self::DuplicateName { name, first_line } => {
+                write!(f, "the name `{name}` is already used on line {first_line}")
+            }
+            Self::BadName(name) => write!(f, "invalid name `{name}`"),
+            Self::UnknownKind(k) => write!(f, "unknown operator kind `{k}`"),
+            Self::UnknownNode { name, .. } => {
+                write!(f, "no source, operator or sink is named `{name}`")
+            }
+            Self::SourceWithInput { source } => write!(f, "source `{source}` cannot have inputs"),
+            Self::SinkWithOutput { sink } => write!(f, "sink `{sink}` cannot have outputs"),
+            Self::DuplicateStream { from, to } => {
+                write!(f, "the stream `{from}` -> `{to}` is declared twice")
+            }
+            Self::Cycle(path) => write!(f, "the streams form a cycle: {}", path.join(" -> ")),
+            Self::StatefulWithoutKey(op) => {
+                write!(f, "operator `{op}` is stateful but has no `key`")
+            }
+            Self::KeyWithoutState(op) => {
+                write!(f, "operator `{op}` has a `key` but is not stateful")
+            }
+            Self::Unreachable(op) => write!(f, "operator `{op}` is not reachable from any source"),
+            Self::Dangling(what) => write!(f, "{what}"),
+            Self::Negative { value } => {
+                write!(f, "the value {value} must be a finite number >= 0")
+            }
+            Self::BadValue { value, allowed } => {
+                write!(f, "`{value}` is not one of: {}", allowed.join(", "))
+            }
+            Self::Empty(what) => write!(f, "the spec declares no {what}"),
+        }
+    }
+}
+
+impl Problem {
+    fn help(&self) -> String {
+        match self {
+            Self::Io(_) => "check the path and permissions".into(),
+            Self::Syntax(_) => "fix the TOML syntax or the value's type (see docs/spec-format.md)".into(),
+            Self::UnknownField(_) => {
+                "remove the field or correct its spelling (see docs/spec-format.md)".into()
+            }
+            Self::MissingField(name) => format!("add `{name} = ...` to this table"),
+            Self::DuplicateName { .. } => {
+                "give every source, operator and sink a distinct name".into()
+            }
+            Self::BadName(_) => "use letters, digits, `_`, `-` or `.` only".into(),
+            Self::UnknownKind(_) => format!(
+                "use one of: {}",
+                OperatorKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+            Self::UnknownNode { suggestion: Some(s), .. } => {
+                format!("did you mean `{s}`? Declare the element or fix the name")
+            }
+            Self::UnknownNode { .. } => {
+                "declare it as a [[source]], [[operator]] or [[sink]], or fix the name".into()
+            }
+            Self::SourceWithInput { .. } => {
+                "sources only produce records: point the stream at an operator or a sink".into()
+            }
+            Self::SinkWithOutput { .. } => {
+                "sinks only consume records: start the stream at a source or an operator".into()
+            }
+            Self::DuplicateStream { .. } => "delete one of the two [[stream]] tables".into(),
+            Self::Cycle(_) => "pipelines are acyclic: remove one stream of the cycle".into(),
+            Self::StatefulWithoutKey(_) => {
+                "add `key = \"...\"` naming what the state is partitioned by, or set `stateful = false`"
+                    .into()
+            }
+            Self::KeyWithoutState(_) => "set `stateful = true` or remove `key`".into(),
+            Self::Unreachable(_) => {
+                "add a [[stream]] that connects it to a source or upstream operator, or remove it"
+                    .into()
+            }
+            Self::Dangling(_) => "connect it with a [[stream]] or remove it".into(),
+            Self::Negative { .. } => "use a number that is zero or positive".into(),
+            Self::BadValue { allowed, .. } => format!("use one of: {}", allowed.join(", ")),
+            Self::Empty(what) => format!("declare at least one {what}"),
+        }
+    }
+}
+
+/// A spec problem with its location. Displays as `file:line:col: field: problem` plus a help
+/// line saying what to do.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{file}:{line}:{column}: in `{field}`: {problem}\n  help: {help}")]
+pub struct SpecError {
+    /// The spec file.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// The field concerned, as a path (`operator[2].kind`, `stream[0].to`).
+    pub field: String,
+    /// What is wrong.
+    pub problem: Problem,
+    /// What to do.
+    pub help: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    pipeline: Option<RawHeader>,
+    #[serde(default, rename = "source")]
+    sources: Vec<Spanned<RawSource>>,
+    #[serde(default, rename = "operator")]
+    operators: Vec<Spanned<RawOperator>>,
+    #[serde(default, rename = "sink")]
+    sinks: Vec<Spanned<RawSink>>,
+    #[serde(default, rename = "stream")]
+    streams: Vec<Spanned<RawStream>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHeader {
+    name: Option<Spanned<String>>,
+    description: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSource {
+    name: Option<Spanned<String>>,
+    rate: Option<Spanned<f64>>,
+    format: Option<String>,
+    description: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSink {
+    name: Option<Spanned<String>>,
+    description: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOperator {
+    name: Option<Spanned<String>>,
+    kind: Option<Spanned<String>>,
+    function: Option<Spanned<String>>,
+    stateful: Option<bool>,
+    key: Option<Spanned<String>>,
+    selectivity: Option<Spanned<f64>>,
+    service_time_us: Option<Spanned<f64>>,
+    service_mode: Option<Spanned<String>>,
+    service_per: Option<Spanned<String>>,
+    params: Option<toml::Table>,
+    description: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStream {
+    from: Option<Spanned<String>>,
+    to: Option<Spanned<String>>,
+    rate: Option<Spanned<f64>>,
+}
+
+/// Reads and validates the spec file at `path`.
+pub fn load(path: &std::path::Path) -> Result<Pipeline, SpecError> {
+    let file = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&text, &file),
+        Err(e) => Err(SpecError {
+            file,
+            line: 0,
+            column: 0,
+            field: "<file>".into(),
+            help: Problem::Io(String::new()).help(),
+            problem: Problem::Io(e.to_string()),
+        }),
+    }
+}
+
+/// Parses and validates spec `text`; `file` names it in errors.
+pub fn parse(text: &str, file: &str) -> Result<Pipeline, SpecError> {
+    let raw: RawSpec = toml::from_str(text).map_err(|e| syntax_error(text, file, &e))?;
+    Validator { text, file }.validate(raw)
+}
+
+fn syntax_error(text: &str, file: &str, e: &toml::de::Error) -> SpecError {
+    let message = e.message().trim().to_string();
+    let span = e.span().unwrap_or(0..0);
+    let (line, column) = line_col(text, span.start);
+    let field = field_path_at(text, span.start);
+    let problem = if message.starts_with("unknown field") {
+        Problem::UnknownField(message)
+    } else {
+        Problem::Syntax(message)
+    };
+    SpecError { file: file.into(), line, column, field, help: problem.help(), problem }
+}
+
+/// 1-based line and column of byte `offset`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text.as_bytes()[..offset];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = offset - before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+    (line, column)
+}
+
+/// Best-effort field path for a syntax error: the enclosing table header and the key on the line.
+fn field_path_at(text: &str, offset: usize) -> String {
+    let offset = floor_char_boundary(text, offset.min(text.len()));
+    let line_start = text[..offset].rfind('\n').map_or(0, |p| p + 1);
+    let line_end = text[offset..].find('\n').map_or(text.len(), |p| offset + p);
+    let mut table = String::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for line in text[..line_end].lines() {
+        let t = line.trim();
+        if let Some(name) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+            let name = name.trim().to_string();
+            let i = index.entry(name.clone()).and_modify(|i| *i += 1).or_insert(0);
+            table = format!("{name}[{i}]");
+        } else if let Some(name) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
+            table = name.trim().to_string();
+        }
+    }
+    let key = text[line_start..line_end]
+        .split('=')
+        .next()
+        .map(str::trim)
+        .filter(|k| !k.is_empty() && !k.starts_with('[') && !k.starts_with('#'))
+        .unwrap_or("");
+    match (table.is_empty(), key.is_empty()) {
+        (true, true) => "<document>".into(),
+        (true, false) => key.into(),
+        (false, true) => table,
+        (false, false) => format!("{table}.{key}"),
+    }
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+struct Validator<'a> {
+    text: &'a str,
+    file: &'a str,
+}
+
+/// A name and where it was declared, before ids exist.
+#[derive(Clone, Copy)]
+enum Node {
+    Source(usize),
+    Operator(usize),
+    Sink(usize),
+}
+
+impl Validator<'_> {
+    fn error(&self, span: Range<usize>, field: impl Into<String>, problem: Problem) -> SpecError {
+        let (line, column) = line_col(self.text, span.start);
+        SpecError {
+            file: self.file.into(),
+            line,
+            column,
+            field: field.into(),
+            help: problem.help(),
+            problem,
+        }
+    }
+
+    fn origin(&self, span: &Range<usize>) -> Origin {
+        Origin { file: self.file.into(), line: line_col(self.text, span.start).0 }
+    }
+
+    fn name(
+        &self,
+        name: &Option<Spanned<String>>,
+        table_span: &Range<usize>,
+        field: &str,
+    ) -> Result<(String, Range<usize>), SpecError> {
+        let Some(name) = name else {
+            return Err(self.error(
+                table_span.clone(),
+                format!("{field}.name"),
+                Problem::MissingField("name".into()),
+            ));
+        };
+        let valid = !name.get_ref().is_empty()
+            && name.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+        if !valid {
+            return Err(self.error(
+                name.span(),
+                format!("{field}.name"),
+                Problem::BadName(name.get_ref().clone()),
+            ));
+        }
+        Ok((name.get_ref().clone(), name.span()))
+    }
+
+    fn non_negative(
+        &self,
+        v: &Option<Spanned<f64>>,
+        field: String,
+    ) -> Result<Option<f64>, SpecError> {
+        match v {
+            Some(x) if !(x.get_ref().is_finite() && *x.get_ref() >= 0.0) => {
+                Err(self.error(x.span(), field, Problem::Negative { value: *x.get_ref() }))
+            }
+            Some(x) => Ok(Some(*x.get_ref())),
+            None => Ok(None),
+        }
+    }
+
+    fn choice<T: Copy>(
+        &self,
+        v: &Option<Spanned<String>>,
+        field: String,
+        options: &[(&'static str, T)],
+        allowed: &'static [&'static str],
+        default: T,
+    ) -> Result<T, SpecError> {
+        let Some(v) = v else { return Ok(default) };
+        options
+            .iter()
+            .find(|(s, _)| s.eq_ignore_ascii_case(v.get_ref()))
+            .map(|(_, t)| *t)
+            .ok_or_else(|| {
+                self.error(
+                    v.span(),
+                    field,
+                    Problem::BadValue { value: v.get_ref().clone(), allowed },
+                )
+            })
+    }
+
+    fn validate(&self, raw: RawSpec) -> Result<Pipeline, SpecError> {
+        let mut names: HashMap<String, (Node, usize)> = HashMap::new();
+        let mut register = |name: &str, span: &Range<usize>, node: Node, field: &str| {
+            let line = line_col(self.text, span.start).0;
+            if let Some((_, first_line)) = names.get(name) {
+                return Err(self.error(
+                    span.clone(),
+                    format!("{field}.name"),
+                    Problem::DuplicateName { name: name.into(), first_line: *first_line },
+                ));
+            }
+            names.insert(name.into(), (node, line));
+            Ok(())
+        };
+
+        let mut sources = Vec::new();
+        for (i, s) in raw.sources.iter().enumerate() {
+            let field = format!("source[{i}]");
+            let (name, span) = self.name(&s.get_ref().name, &s.span(), &field)?;
+            register(&name, &span, Node::Source(i), &field)?;
+            let rate = self.non_negative(&s.get_ref().rate, format!("{field}.rate"))?;
+            let _ = &s.get_ref().description;
+            sources.push(Source {
+                id: SourceId::from(i),
+                name,
+                rate,
+                format: s.get_ref().format.clone(),
+                origin: self.origin(&span),
+            });
+        }
+
+        let mut operators = Vec::new();
+        let mut op_name_spans = Vec::new();
+        for (i, o) in raw.operators.iter().enumerate() {
+            let field = format!("operator[{i}]");
+            let (name, span) = self.name(&o.get_ref().name, &o.span(), &field)?;
+            register(&name, &span, Node::Operator(i), &field)?;
+            operators.push(self.operator(i, o.get_ref(), name, &span, &field)?);
+            op_name_spans.push(span);
+        }
+
+        let mut sinks = Vec::new();
+        for (i, s) in raw.sinks.iter().enumerate() {
+            let field = format!("sink[{i}]");
+            let (name, span) = self.name(&s.get_ref().name, &s.span(), &field)?;
+            register(&name, &span, Node::Sink(i), &field)?;
+            let _ = &s.get_ref().description;
+            sinks.push(Sink { id: SinkId::from(i), name, origin: self.origin(&span) });
+        }
+
+        let streams = self.streams(&raw.streams, &names)?;
+        let header = raw.pipeline.as_ref();
+        let name = match header.and_then(|h| h.name.as_ref()) {
+            Some(n) => n.get_ref().clone(),
+            None => std::path::Path::new(self.file)
+                .file_stem()
+                .map_or_else(|| "pipeline".into(), |s| s.to_string_lossy().into_owned()),
+        };
+        let description = header.and_then(|h| h.description.clone()).unwrap_or_default();
+
+        if sources.is_empty() {
+            return Err(self.error(0..0, "source", Problem::Empty("[[source]]")));
+        }
+        if operators.is_empty() {
+            return Err(self.error(0..0, "operator", Problem::Empty("[[operator]]")));
+        }
+        let mut pipeline = Pipeline::assemble(
+            name,
+            description,
+            sources,
+            operators,
+            sinks,
+            streams,
+            self.text.to_string(),
+        );
+        self.check_graph(&mut pipeline, &raw, &op_name_spans)?;
+        Ok(pipeline)
+    }
+
+    fn operator(
+        &self,
+        i: usize,
+        o: &RawOperator,
+        name: String,
+        span: &Range<usize>,
+        field: &str,
+    ) -> Result<Operator, SpecError> {
+        let kind = match &o.kind {
+            Some(k) => OperatorKind::parse(k.get_ref()).ok_or_else(|| {
+                self.error(
+                    k.span(),
+                    format!("{field}.kind"),
+                    Problem::UnknownKind(k.get_ref().clone()),
+                )
+            })?,
+            None => OperatorKind::User,
+        };
+        let stateful = o.stateful.unwrap_or(false);
+        let key = o.key.as_ref().map(|k| k.get_ref().clone());
+        match (&o.key, stateful) {
+            (None, true) => {
+                return Err(self.error(
+                    span.clone(),
+                    format!("{field}.key"),
+                    Problem::StatefulWithoutKey(name),
+                ));
+            }
+            (Some(k), false) => {
+                return Err(self.error(
+                    k.span(),
+                    format!("{field}.key"),
+                    Problem::KeyWithoutState(name),
+                ));
+            }
+            _ => {}
+        }
+        let selectivity = self.non_negative(&o.selectivity, format!("{field}.selectivity"))?;
+        let micros = self.non_negative(&o.service_time_us, format!("{field}.service_time_us"))?;
+        let mode = self.choice(
+            &o.service_mode,
+            format!("{field}.service_mode"),
+            &[("spin", ServiceMode::Spin), ("sleep", ServiceMode::Sleep)],
+            &["spin", "sleep"],
+            ServiceMode::Spin,
+        )?;
+        let per = self.choice(
+            &o.service_per,
+            format!("{field}.service_per"),
+            &[("record", ServicePer::Record), ("request", ServicePer::Request)],
+            &["record", "request"],
+            ServicePer::Record,
+        )?;
+        let params = match &o.params {
+            Some(t) => match serde_json::to_value(t) {
+                Ok(serde_json::Value::Object(m)) => m,
+                _ => serde_json::Map::new(),
+            },
+            None => serde_json::Map::new(),
+        };
+        let _ = &o.description;
+        Ok(Operator {
+            id: OperatorId::from(i),
+            name,
+            kind,
+            function: o
+                .function
+                .as_ref()
+                .map_or_else(|| "identity".into(), |f| f.get_ref().clone()),
+            stateful,
+            key,
+            selectivity,
+            service: micros.map(|micros| ServiceTime { micros, mode, per }),
+            params,
+            origin: self.origin(span),
+        })
+    }
+
+    fn streams(
+        &self,
+        raw: &[Spanned<RawStream>],
+        names: &HashMap<String, (Node, usize)>,
+    ) -> Result<Vec<Stream>, SpecError> {
+        let mut seen: HashMap<(String, String), ()> = HashMap::new();
+        let mut streams = Vec::with_capacity(raw.len());
+        for (i, s) in raw.iter().enumerate() {
+            let field = format!("stream[{i}]");
+            let end = |v: &Option<Spanned<String>>,
+                       which: &str|
+             -> Result<(Node, Spanned<String>), SpecError> {
+                let Some(v) = v else {
+                    return Err(self.error(
+                        s.span(),
+                        format!("{field}.{which}"),
+                        Problem::MissingField(which.into()),
+                    ));
+                };
+                match names.get(v.get_ref()) {
+                    Some((node, _)) => Ok((*node, v.clone())),
+                    None => Err(self.error(
+                        v.span(),
+                        format!("{field}.{which}"),
+                        Problem::UnknownNode {
+                            name: v.get_ref().clone(),
+                            suggestion: closest(v.get_ref(), names.keys()),
+                        },
+                    )),
+                }
+            };
+            let (from, from_name) = end(&s.get_ref().from, "from")?;
+            let (to, to_name) = end(&s.get_ref().to, "to")?;
+            if let Node::Sink(_) = from {
+                return Err(self.error(
+                    from_name.span(),
+                    format!("{field}.from"),
+                    Problem::SinkWithOutput { sink: from_name.get_ref().clone() },
+                ));
+            }
+            if let Node::Source(_) = to {
+                return Err(self.error(
+                    to_name.span(),
+                    format!("{field}.to"),
+                    Problem::SourceWithInput { source: to_name.get_ref().clone() },
+                ));
+            }
+            let pair = (from_name.get_ref().clone(), to_name.get_ref().clone());
+            if seen.insert(pair.clone(), ()).is_some() {
+                return Err(self.error(
+                    s.span(),
+                    field,
+                    Problem::DuplicateStream { from: pair.0, to: pair.1 },
+                ));
+            }
+            let rate = self.non_negative(&s.get_ref().rate, format!("{field}.rate"))?;
+            streams.push(Stream {
+                id: StreamId::from(i),
+                from: endpoint(from),
+                to: endpoint(to),
+                rate,
+                origin: self.origin(&s.span()),
+            });
+        }
+        Ok(streams)
+    }
+
+    fn check_graph(
+        &self,
+        p: &mut Pipeline,
+        raw: &RawSpec,
+        op_spans: &[Range<usize>],
+    ) -> Result<(), SpecError> {
+        if let Err(stuck) = p.order_topologically() {
+            let path = find_cycle(p, &stuck);
+            let (first, next) = (path[0], path[1 % path.len()]);
+            let names: Vec<String> =
+                path.iter().chain([&first]).map(|o| p.operator(*o).name.clone()).collect();
+            let stream = p
+                .streams
+                .iter()
+                .find(|s| s.from == Endpoint::Operator(first) && s.to == Endpoint::Operator(next))
+                .map_or(0, |s| s.id.index());
+            return Err(self.error(
+                raw.streams[stream].span(),
+                format!("stream[{stream}]"),
+                Problem::Cycle(names),
+            ));
+        }
+        for s in &p.sources {
+            if p.source_outputs(s.id).is_empty() {
+                let span = raw.sources[s.id.index()].span();
+                return Err(self.error(
+                    span,
+                    format!("source[{}]", s.id.index()),
+                    Problem::Dangling(format!("source `{}` feeds no operator or sink", s.name)),
+                ));
+            }
+        }
+        for s in &p.sinks {
+            if p.sink_inputs(s.id).is_empty() {
+                let span = raw.sinks[s.id.index()].span();
+                return Err(self.error(
+                    span,
+                    format!("sink[{}]", s.id.index()),
+                    Problem::Dangling(format!("sink `{}` receives no stream", s.name)),
+                ));
+            }
+        }
+        let mut reached = vec![false; p.operators.len()];
+        let mut stack = p.entry_operators();
+        while let Some(o) = stack.pop() {
+            if !std::mem::replace(&mut reached[o.index()], true) {
+                stack.extend(p.successors(o));
+            }
+        }
+        if let Some(o) = reached.iter().position(|r| !r) {
+            return Err(self.error(
+                op_spans[o].clone(),
+                format!("operator[{o}]"),
+                Problem::Unreachable(p.operators[o].name.clone()),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn endpoint(n: Node) -> Endpoint {
+    match n {
+        Node::Source(i) => Endpoint::Source(SourceId::from(i)),
+        Node::Operator(i) => Endpoint::Operator(OperatorId::from(i)),
+        Node::Sink(i) => Endpoint::Sink(SinkId::from(i)),
+    }
+}
+
+/// A cycle among the operators Kahn's algorithm could not order, as a list of operators.
+fn find_cycle(p: &Pipeline, stuck: &[OperatorId]) -> Vec<OperatorId> {
+    let on: std::collections::HashSet<OperatorId> = stuck.iter().copied().collect();
+    // Every stuck operator has a stuck predecessor; walking predecessors must revisit a node.
+    let mut path = vec![stuck[0]];
+    loop {
+        let cur = *path.last().expect("non-empty");
+        let prev = p
+            .predecessors(cur)
+            .find(|x| on.contains(x))
+            .expect("stuck nodes have stuck predecessors");
+        if let Some(pos) = path.iter().position(|&x| x == prev) {
+            let mut cycle: Vec<OperatorId> = path[pos..].to_vec();
+            cycle.reverse();
+            return cycle;
+        }
+        path.push(prev);
+    }
+}
+
+/// The known name closest to `name` by edit distance, if it is close enough to be a typo.
+fn closest<'a>(name: &str, known: impl Iterator<Item = &'a String>) -> Option<String> {
+    known
+        .map(|k| (edit_distance(name, k), k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
+        .min()
+        .map(|(_, k)| k.clone())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1).min(row[j] + 1).min(diag + usize::from(ca != *cb));
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}

@@ -1,0 +1,320 @@
+//! Keyed operator state, partitioned into key groups.
+//!
+//! Each stateful operator on a worker has one [`KeyedStore`]: a fixed number of key groups, each
+//! a hash table behind its own lock. Executors lock one group at a time (and keep the lock while
+//! consecutive records fall into the same group); migration exports and imports whole groups.
+
+use crate::batch::Record;
+use crate::hash::key_group;
+use crate::ids::KeyGroup;
+use hashbrown::HashTable;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::any::Any;
+use std::io::{self, Write};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// What can go wrong moving state.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The bytes are not a valid encoding of this operator's state.
+    #[error("state for key group {group} is not a valid encoding: {source}")]
+    Decode {
+        /// The group being imported.
+        group: KeyGroup,
+        /// The decoder's error.
+        source: postcard::Error,
+    },
+    /// A key in the imported bytes belongs to another group.
+    #[error("key {key:?} does not belong to key group {group}")]
+    WrongGroup {
+        /// The group being imported.
+        group: KeyGroup,
+        /// The offending key, lossily decoded.
+        key: String,
+    },
+    /// The state could not be encoded.
+    #[error("state for key group {group} cannot be encoded: {source}")]
+    Encode {
+        /// The group being exported.
+        group: KeyGroup,
+        /// The encoder's error.
+        source: postcard::Error,
+    },
+}
+
+struct Entry<S> {
+    hash: u64,
+    key: Box<[u8]>,
+    value: S,
+}
+
+type Group<S> = HashTable<Entry<S>>;
+
+/// The keyed state of one operator on one worker.
+pub struct KeyedStore<S> {
+    groups: Box<[Mutex<Group<S>>]>,
+}
+
+impl<S> std::fmt::Debug for KeyedStore<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyedStore").field("groups", &self.groups.len()).finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic inside an operator must not make its state unreachable for migration or dumps.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<S> KeyedStore<S> {
+    /// An empty store with `groups` key groups.
+    pub fn new(groups: u32) -> Self {
+        Self { groups: (0..groups.max(1)).map(|_| Mutex::new(HashTable::new())).collect() }
+    }
+
+    /// Number of key groups.
+    pub fn group_count(&self) -> u32 {
+        self.groups.len() as u32
+    }
+}
+
+/// Type-erased view of a [`KeyedStore`], used by migration, dumps and metrics.
+pub trait StateStore: Send + Sync {
+    /// For the typed operator to recover its store.
+    fn as_any(&self) -> &dyn Any;
+    /// Number of key groups.
+    fn group_count(&self) -> u32;
+    /// Keys held, over all groups.
+    fn key_count(&self) -> usize;
+    /// Keys held in one group.
+    fn group_key_count(&self, group: KeyGroup) -> usize;
+    /// Removes a group's entries and appends their encoding to `out`; returns the key count.
+    fn export_group(&self, group: KeyGroup, out: &mut Vec<u8>) -> Result<usize, StateError>;
+    /// Installs entries exported by [`StateStore::export_group`]; returns the key count.
+    fn import_group(&self, group: KeyGroup, bytes: &[u8]) -> Result<usize, StateError>;
+    /// Writes one JSON line `{"operator":…,"key":…,"value":…}` per key, sorted by key.
+    fn dump_json(&self, operator: &str, out: &mut dyn Write) -> io::Result<usize>;
+}
+
+/// Bounds every state value satisfies: a default for new keys, serializable for migration.
+pub trait StateValue: Default + Serialize + DeserializeOwned + Send + 'static {}
+impl<T: Default + Serialize + DeserializeOwned + Send + 'static> StateValue for T {}
+
+impl<S: StateValue> StateStore for KeyedStore<S> {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn group_count(&self) -> u32 {
+        self.groups.len() as u32
+    }
+
+    fn key_count(&self) -> usize {
+        self.groups.iter().map(|g| lock(g).len()).sum()
+    }
+
+    fn group_key_count(&self, group: KeyGroup) -> usize {
+        self.groups.get(group.index()).map_or(0, |g| lock(g).len())
+    }
+
+    fn export_group(&self, group: KeyGroup, out: &mut Vec<u8>) -> Result<usize, StateError> {
+        let Some(g) = self.groups.get(group.index()) else { return Ok(0) };
+        let table = std::mem::take(&mut *lock(g));
+        let entries: Vec<(&[u8], &S)> = table.iter().map(|e| (&e.key[..], &e.value)).collect();
+        let encoded = postcard::to_extend(&entries, std::mem::take(out))
+            .map_err(|source| StateError::Encode { group, source })?;
+        *out = encoded;
+        Ok(entries.len())
+    }
+
+    fn import_group(&self, group: KeyGroup, bytes: &[u8]) -> Result<usize, StateError> {
+        let entries: Vec<(Vec<u8>, S)> =
+            postcard::from_bytes(bytes).map_err(|source| StateError::Decode { group, source })?;
+        let n = entries.len();
+        let groups = self.group_count();
+        let mut table = lock(&self.groups[group.index().min(self.groups.len() - 1)]);
+        for (key, value) in entries {
+            let hash = crate::hash::key_hash(&key);
+            if key_group(hash, groups) != group {
+                return Err(StateError::WrongGroup {
+                    group,
+                    key: String::from_utf8_lossy(&key).into_owned(),
+                });
+            }
+            let entry = Entry { hash, key: key.into_boxed_slice(), value };
+            match table.find_mut(hash, |e| e.key == entry.key) {
+                Some(slot) => *slot = entry,
+                None => {
+                    table.insert_unique(hash, entry, |e| e.hash);
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    fn dump_json(&self, operator: &str, out: &mut dyn Write) -> io::Result<usize> {
+        let mut lines: Vec<(Vec<u8>, String)> = Vec::new();
+        for g in self.groups.iter() {
+            for e in lock(g).iter() {
+                let value = serde_json::to_string(&e.value).map_err(io::Error::other)?;
+                lines.push((e.key.to_vec(), value));
+            }
+        }
+        lines.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let op = serde_json::to_string(operator).map_err(io::Error::other)?;
+        for (key, value) in &lines {
+            let key = serde_json::to_string(&key_to_text(key)).map_err(io::Error::other)?;
+            writeln!(out, "{{\"operator\":{op},\"key\":{key},\"value\":{value}}}")?;
+        }
+        Ok(lines.len())
+    }
+}
+
+/// A key as text: itself when it is UTF-8, else `0x` and its hex digits.
+pub fn key_to_text(key: &[u8]) -> String {
+    match std::str::from_utf8(key) {
+        Ok(s) => s.to_owned(),
+        Err(_) => {
+            let mut s = String::from("0x");
+            for b in key {
+                s.push_str(&format!("{b:02x}"));
+            }
+            s
+        }
+    }
+}
+
+/// An operator's access to its keyed state while it processes one request.
+///
+/// It keeps the lock of the last group it touched, so runs of records in the same group pay
+/// for one lock; at most one group is locked at a time, so executors cannot deadlock.
+pub struct StateAccess<'a, S> {
+    store: &'a KeyedStore<S>,
+    current: Option<(u32, MutexGuard<'a, Group<S>>)>,
+    touched: bool,
+}
+
+impl<S> std::fmt::Debug for StateAccess<'_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateAccess").field("touched", &self.touched).finish_non_exhaustive()
+    }
+}
+
+impl<'a, S: Default> StateAccess<'a, S> {
+    /// Access to `store`.
+    pub fn new(store: &'a KeyedStore<S>) -> Self {
+        Self { store, current: None, touched: false }
+    }
+
+    /// Whether any state was read or written.
+    pub fn touched(&self) -> bool {
+        self.touched
+    }
+
+    fn group(&mut self, hash: u64) -> &mut Group<S> {
+        self.touched = true;
+        let g = key_group(hash, self.store.group_count()).0;
+        if self.current.as_ref().map(|(cg, _)| *cg) != Some(g) {
+            self.current = None;
+            self.current = Some((g, lock(&self.store.groups[g as usize])));
+        }
+        match &mut self.current {
+            Some((_, table)) => table,
+            None => unreachable!("set just above"),
+        }
+    }
+
+    /// The state of the record's key, created with `Default` if absent.
+    #[inline]
+    pub fn get_mut(&mut self, r: Record<'_>) -> &mut S {
+        let table = self.group(r.hash);
+        let entry = table
+            .entry(r.hash, |e| *e.key == *r.key, |e| e.hash)
+            .or_insert_with(|| Entry { hash: r.hash, key: r.key.into(), value: S::default() });
+        &mut entry.into_mut().value
+    }
+
+    /// The state of the record's key, if present.
+    #[inline]
+    pub fn get(&mut self, r: Record<'_>) -> Option<&mut S> {
+        let table = self.group(r.hash);
+        table.find_mut(r.hash, |e| *e.key == *r.key).map(|e| &mut e.value)
+    }
+
+    /// Removes and returns the state of the record's key.
+    pub fn remove(&mut self, r: Record<'_>) -> Option<S> {
+        let table = self.group(r.hash);
+        match table.find_entry(r.hash, |e| *e.key == *r.key) {
+            Ok(entry) => Some(entry.remove().0.value),
+            Err(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::Batch;
+
+    #[test]
+    fn export_import_moves_a_group_exactly() {
+        let groups = 8;
+        let src: KeyedStore<u64> = KeyedStore::new(groups);
+        let dst: KeyedStore<u64> = KeyedStore::new(groups);
+        let mut b = Batch::new();
+        for i in 0..1000u32 {
+            b.push(format!("key{i}").as_bytes(), b"");
+        }
+        let mut acc = StateAccess::new(&src);
+        for r in b.iter() {
+            *acc.get_mut(r) += 2;
+        }
+        drop(acc);
+        assert_eq!(src.key_count(), 1000);
+        let mut moved = 0;
+        for g in 0..groups {
+            let mut bytes = Vec::new();
+            let n = src.export_group(KeyGroup(g), &mut bytes).unwrap();
+            assert_eq!(dst.import_group(KeyGroup(g), &bytes).unwrap(), n);
+            moved += n;
+        }
+        assert_eq!((moved, src.key_count(), dst.key_count()), (1000, 0, 1000));
+        let mut acc = StateAccess::new(&dst);
+        assert!(b.iter().all(|r| acc.get(r).copied() == Some(2)));
+    }
+
+    #[test]
+    fn import_rejects_keys_of_another_group_and_garbage() {
+        let s: KeyedStore<u64> = KeyedStore::new(4);
+        let mut b = Batch::new();
+        b.push(b"x", b"");
+        let g = key_group(b.get(0).hash, 4);
+        *StateAccess::new(&s).get_mut(b.get(0)) = 5;
+        let mut bytes = Vec::new();
+        s.export_group(g, &mut bytes).unwrap();
+        let other = KeyGroup((g.0 + 1) % 4);
+        assert!(matches!(s.import_group(other, &bytes), Err(StateError::WrongGroup { .. })));
+        assert!(matches!(s.import_group(g, &[0xff, 0xff]), Err(StateError::Decode { .. })));
+    }
+
+    #[test]
+    fn dump_is_sorted_json_lines() {
+        let s: KeyedStore<u64> = KeyedStore::new(4);
+        let b: Batch = [(&b"b"[..], &b""[..]), (b"a", b""), (b"\xff", b"")].into_iter().collect();
+        let mut acc = StateAccess::new(&s);
+        for r in b.iter() {
+            *acc.get_mut(r) += 1;
+        }
+        drop(acc);
+        let mut out = Vec::new();
+        assert_eq!(s.dump_json("count", &mut out).unwrap(), 3);
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "{\"operator\":\"count\",\"key\":\"a\",\"value\":1}\n\
+             {\"operator\":\"count\",\"key\":\"b\",\"value\":1}\n\
+             {\"operator\":\"count\",\"key\":\"0xff\",\"value\":1}\n"
+        );
+    }
+}

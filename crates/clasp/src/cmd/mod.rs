@@ -1,0 +1,12 @@
+//! One module per subcommand.
+
+pub mod check;
+
+use anyhow::Result;
+use clasp_core::Pipeline;
+use std::path::Path;
+
+/// Loads and validates a spec, turning its error into the command's error.
+pub fn load_pipeline(path: &Path) -> Result<Pipeline> {
+    clasp_core::spec::load(path).map_err(|e| anyhow::anyhow!("{e}"))
+}

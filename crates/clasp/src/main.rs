@@ -1,0 +1,40 @@
+//! The `clasp` command: one binary, one subcommand per task.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+
+/// Elastic stream processing with chained-request-aware scaling and placement.
+#[derive(Debug, Parser)]
+#[command(name = "clasp", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate a pipeline spec and describe it.
+    Check(cmd::check::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("CLASP_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => cmd::check::run(&args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
