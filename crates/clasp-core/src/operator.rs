@@ -391,6 +391,7 @@ mod tests {
     const SPEC: &str = r#"
 [[source]]
 name = "in"
+key_field = 0
 [[operator]]
 name = "count"
 function = "count"
@@ -420,7 +421,7 @@ to = "pass"
         unknown.function = "nope".into();
         let msg = reg.instantiate(&unknown).unwrap_err().to_string();
         assert!(
-            msg.contains("t.toml:5") && msg.contains("`nope`") && msg.contains("count, identity"),
+            msg.contains("t.toml:6") && msg.contains("`nope`") && msg.contains("count, identity"),
             "{msg}"
         );
     }

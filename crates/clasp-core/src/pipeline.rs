@@ -73,10 +73,27 @@ pub struct Source {
     pub name: String,
     /// Reference input rate (records/s) the spec's rate hints were measured at, if given.
     pub rate: Option<f64>,
+    /// Which field of an input line is the record key (0-based), if records need one.
+    pub key_field: Option<u32>,
     /// Free-form description of the record format (`text`, `json`, `csv`, ...).
     pub format: Option<String>,
     /// Where it was declared.
     pub origin: Origin,
+}
+
+impl Source {
+    /// The key of an input line: field `key_field` of the line, fields being separated by
+    /// commas when the line has one and by runs of whitespace otherwise; empty when the source
+    /// has no `key_field` or the line has too few fields.
+    pub fn key_of<'a>(&self, line: &'a [u8]) -> &'a [u8] {
+        let Some(n) = self.key_field else { return b"" };
+        let n = n as usize;
+        if line.contains(&b',') {
+            line.split(|b| *b == b',').nth(n).unwrap_or(b"")
+        } else {
+            line.split(|b| b.is_ascii_whitespace()).filter(|f| !f.is_empty()).nth(n).unwrap_or(b"")
+        }
+    }
 }
 
 /// A named output of the pipeline; records reaching it are the pipeline's results.

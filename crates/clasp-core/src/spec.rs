@@ -57,6 +57,8 @@ pub enum Problem {
     BadValue { value: String, allowed: &'static [&'static str] },
     /// The spec declares no source or no operator.
     Empty(&'static str),
+    /// A source feeds a stateful operator directly but does not say what keys its records.
+    UnkeyedInput { source: String, operator: String },
 }
 
 impl fmt::Display for Problem {
@@ -95,6 +97,10 @@ impl fmt::Display for Problem {
                 write!(f, "`{value}` is not one of: {}", allowed.join(", "))
             }
             Self::Empty(what) => write!(f, "the spec declares no {what}"),
+            Self::UnkeyedInput { source, operator } => write!(
+                f,
+                "source `{source}` feeds stateful operator `{operator}` but declares no `key_field`"
+            ),
         }
     }
 }
@@ -143,6 +149,9 @@ impl Problem {
             Self::Negative { .. } => "use a number that is zero or positive".into(),
             Self::BadValue { allowed, .. } => format!("use one of: {}", allowed.join(", ")),
             Self::Empty(what) => format!("declare at least one {what}"),
+            Self::UnkeyedInput { .. } => "add `key_field = N` to the source: the 0-based field of \
+                 each input line (comma-separated, else whitespace-separated) that is the key"
+                .into(),
         }
     }
 }
@@ -192,6 +201,7 @@ struct RawHeader {
 struct RawSource {
     name: Option<Spanned<String>>,
     rate: Option<Spanned<f64>>,
+    key_field: Option<u32>,
     format: Option<String>,
     description: Option<String>,
 }
@@ -426,6 +436,7 @@ impl Validator<'_> {
                 id: SourceId::from(i),
                 name,
                 rate,
+                key_field: s.get_ref().key_field,
                 format: s.get_ref().format.clone(),
                 origin: self.origin(&span),
             });
@@ -664,6 +675,21 @@ impl Validator<'_> {
                     format!("sink[{}]", s.id.index()),
                     Problem::Dangling(format!("sink `{}` receives no stream", s.name)),
                 ));
+            }
+        }
+        for st in &p.streams {
+            if let (Endpoint::Source(src), Endpoint::Operator(op)) = (st.from, st.to) {
+                let (source, operator) = (&p.sources[src.index()], p.operator(op));
+                if operator.stateful && source.key_field.is_none() {
+                    return Err(self.error(
+                        raw.sources[src.index()].span(),
+                        format!("source[{}].key_field", src.index()),
+                        Problem::UnkeyedInput {
+                            source: source.name.clone(),
+                            operator: operator.name.clone(),
+                        },
+                    ));
+                }
             }
         }
         let mut reached = vec![false; p.operators.len()];

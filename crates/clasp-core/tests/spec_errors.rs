@@ -305,3 +305,16 @@ fn no_input_panics() {
         let _ = parse(&text, "fuzz.toml");
     }
 }
+
+#[test]
+fn a_source_feeding_a_stateful_operator_needs_a_key_field() {
+    let spec = VALID.replace("to = \"split\"", "to = \"count\"");
+    let e = parse(&spec, "bad.toml").unwrap_err();
+    assert_eq!((e.line, e.field.as_str()), (4, "source[0].key_field"));
+    assert!(e.to_string().contains("feeds stateful operator `count` but declares no `key_field`"));
+    let keyed = spec.replace("name = \"lines\"", "name = \"lines\"\nkey_field = 1");
+    let p = parse(&keyed, "ok.toml").unwrap();
+    assert_eq!(p.sources[0].key_of(b"a,b ,c"), b"b ");
+    assert_eq!(p.sources[0].key_of(b"  x  y z"), b"y");
+    assert_eq!(p.sources[0].key_of(b"x"), b"");
+}
