@@ -1,0 +1,232 @@
+//! Deployments over one code path: workers as threads of this process (still connected to the
+//! planner and to each other by loopback TCP), as OS processes on this machine, or joining from
+//! other hosts (`clasp worker --join ADDR`).
+
+use crate::planner::{Planner, PlannerConfig, PlannerError, SinkOutput};
+use crate::worker::{self, WorkerError, WorkerOptions};
+use clasp_core::placement::{KeyAssignment, OperatorPlacement, Placement, Share};
+use clasp_core::{Pipeline, Registry, WorkerId};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How workers are started.
+#[derive(Clone, Debug)]
+pub enum Launch {
+    /// As threads of this process, with these operator implementations.
+    Threads(Registry),
+    /// As processes running `exe <args> --join ADDR --id N`.
+    Processes {
+        /// The executable (normally this binary).
+        exe: PathBuf,
+        /// Arguments before `--join` (e.g. `["worker"]`).
+        args: Vec<String>,
+    },
+    /// Started elsewhere: the cluster waits for them to join.
+    External,
+}
+
+/// Why a cluster could not start or finished badly.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The planner failed.
+    #[error(transparent)]
+    Planner(#[from] PlannerError),
+    /// A worker failed.
+    #[error("worker {worker}: {error}")]
+    Worker {
+        /// The worker.
+        worker: WorkerId,
+        /// Its error.
+        error: String,
+    },
+    /// A worker process could not be started.
+    #[error("starting worker process {exe}: {error}")]
+    Spawn {
+        /// The executable.
+        exe: String,
+        /// Why.
+        error: std::io::Error,
+    },
+}
+
+enum Handle {
+    Thread(JoinHandle<Result<(), WorkerError>>),
+    Process(Child),
+    External,
+}
+
+/// A planner and the workers it started.
+pub struct Cluster {
+    /// The planner.
+    pub planner: Planner,
+    launch: Launch,
+    slots: u32,
+    handles: Vec<(WorkerId, Handle)>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster").field("planner", &self.planner).finish_non_exhaustive()
+    }
+}
+
+impl Cluster {
+    /// Starts a planner and `workers` workers, and waits until they are all connected.
+    pub fn start(
+        pipeline: Pipeline,
+        config: PlannerConfig,
+        sink: Box<dyn SinkOutput>,
+        launch: Launch,
+        workers: usize,
+        slots: u32,
+    ) -> Result<Self, ClusterError> {
+        let planner = Planner::start(pipeline, config, sink)?;
+        let mut c = Self { planner, launch, slots, handles: Vec::new() };
+        for w in 0..workers {
+            c.launch_worker(WorkerId::from(w))?;
+        }
+        c.planner.wait_for_workers(workers, Duration::from_secs(60))?;
+        Ok(c)
+    }
+
+    fn launch_worker(&mut self, id: WorkerId) -> Result<(), ClusterError> {
+        let join = self.planner.addr().to_string();
+        let handle = match &self.launch {
+            Launch::Threads(registry) => {
+                let registry = registry.clone();
+                let opts =
+                    WorkerOptions { slots: self.slots, id: Some(id), ..WorkerOptions::default() };
+                Handle::Thread(
+                    std::thread::Builder::new()
+                        .name(format!("worker-{id}"))
+                        .spawn(move || worker::run(&join, &registry, &opts))
+                        .expect("spawn worker thread"),
+                )
+            }
+            Launch::Processes { exe, args } => {
+                let child = Command::new(exe)
+                    .args(args)
+                    .args([
+                        "--join",
+                        &join,
+                        "--id",
+                        &id.0.to_string(),
+                        "--slots",
+                        &self.slots.to_string(),
+                    ])
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .map_err(|error| ClusterError::Spawn {
+                        exe: exe.display().to_string(),
+                        error,
+                    })?;
+                Handle::Process(child)
+            }
+            Launch::External => Handle::External,
+        };
+        self.handles.push((id, handle));
+        Ok(())
+    }
+
+    /// Starts worker `id` (a scale-out) and waits until it is connected to workers `0..=id`.
+    pub fn add_worker(&mut self, id: WorkerId) -> Result<(), ClusterError> {
+        self.launch_worker(id)?;
+        self.planner.wait_for_workers(id.index() + 1, Duration::from_secs(60))?;
+        Ok(())
+    }
+
+    /// Stops worker `id` (after a migration took everything off it).
+    pub fn remove_worker(&mut self, id: WorkerId) -> Result<(), ClusterError> {
+        self.planner.retire(id);
+        if let Some(pos) = self.handles.iter().position(|(w, _)| *w == id) {
+            let (_, h) = self.handles.remove(pos);
+            join(id, h)?;
+        }
+        Ok(())
+    }
+
+    /// Stops every worker and waits for them.
+    pub fn shutdown(mut self) -> Result<(), ClusterError> {
+        self.planner.shutdown();
+        let mut first_error = None;
+        for (id, h) in self.handles.drain(..) {
+            if let Err(e) = join(id, h) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+fn join(id: WorkerId, h: Handle) -> Result<(), ClusterError> {
+    match h {
+        Handle::Thread(t) => match t.join() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(ClusterError::Worker { worker: id, error: e.to_string() }),
+            Err(_) => Err(ClusterError::Worker { worker: id, error: "panicked".into() }),
+        },
+        Handle::Process(mut child) => match child.wait() {
+            Ok(s) if s.success() => Ok(()),
+            Ok(s) => {
+                Err(ClusterError::Worker { worker: id, error: format!("process exited with {s}") })
+            }
+            Err(e) => Err(ClusterError::Worker { worker: id, error: e.to_string() }),
+        },
+        Handle::External => Ok(()),
+    }
+}
+
+/// Every operator on every one of `workers` workers with equal fractions, each worker's
+/// `slots` shared equally among the operators (the layout used when no plan is given).
+pub fn spread(p: &Pipeline, workers: u32, slots: u32) -> Placement {
+    let workers = workers.max(1);
+    let per_op = slots.div_ceil(p.operators.len().max(1) as u32).max(1);
+    Placement {
+        workers,
+        operators: p
+            .operators
+            .iter()
+            .map(|o| OperatorPlacement {
+                operator: o.id,
+                demand: 0.0,
+                shares: (0..workers)
+                    .map(|w| Share {
+                        worker: WorkerId(w),
+                        share: 0.0,
+                        fraction: 1.0 / f64::from(workers),
+                        instances: per_op,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// Key groups of each stateful operator in contiguous ranges proportional to its fractions.
+pub fn contiguous_keys(p: &Pipeline, placement: &Placement, groups: u32) -> KeyAssignment {
+    let owners = p
+        .operators
+        .iter()
+        .map(|o| {
+            if !o.stateful {
+                return Vec::new();
+            }
+            let shares = &placement.operators[o.id.index()].shares;
+            let mut owners = Vec::with_capacity(groups as usize);
+            let mut acc = 0.0;
+            for s in shares {
+                acc += s.fraction;
+                let upto = ((acc * f64::from(groups)).round() as usize).min(groups as usize);
+                while owners.len() < upto {
+                    owners.push(s.worker);
+                }
+            }
+            let last = shares.last().map_or(WorkerId(0), |s| s.worker);
+            owners.resize(groups as usize, last);
+            owners
+        })
+        .collect();
+    KeyAssignment { groups, owners }
+}

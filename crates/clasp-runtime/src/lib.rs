@@ -1,0 +1,21 @@
+//! clasp-runtime: the planner and worker nodes of CLASP §4 (Fig. 5), connected by real TCP.
+//!
+//! - [`planner`]: ingress queue, scheduling engine for input requests, chain tracking, runtime
+//!   statistics, worker registry;
+//! - [`worker`]: incoming queue, executor pool, local scheduling engine, keyed state, metrics
+//!   monitor;
+//! - [`migration`]: the decentralized one-round migration protocol;
+//! - [`wire`] and [`net`]: framing, handshake and per-peer sending/receiving threads;
+//! - [`cluster`]: embedded and multi-process deployments over the same code path.
+
+pub mod cluster;
+pub mod metrics;
+pub mod migration;
+pub mod net;
+pub mod planner;
+pub mod request;
+pub mod routing;
+pub mod service;
+pub mod source;
+pub mod wire;
+pub mod worker;

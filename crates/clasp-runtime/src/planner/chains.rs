@@ -1,0 +1,122 @@
+//! End-to-end tracking of input chains by returned credit.
+
+use crate::request::FULL_CREDIT;
+use crate::wire::CreditReturn;
+use hdrhistogram::Histogram;
+use std::collections::HashMap;
+
+#[derive(Debug)]
+struct Open {
+    start_ns: u64,
+    missing: u64,
+    latest_ns: u64,
+}
+
+/// Open chains, completions and latency histograms.
+#[derive(Debug)]
+pub struct Chains {
+    next: u64,
+    open: HashMap<u64, Open>,
+    origin_ns: u64,
+    /// Latency of every completed chain (µs).
+    pub total: Histogram<u64>,
+    /// Latency of chains completed since the last [`Chains::take_interval`] (µs).
+    pub interval: Histogram<u64>,
+    /// Chains completed, per second since `origin_ns` (by completion time).
+    pub per_second: Vec<u64>,
+    /// Chains completed.
+    pub completed: u64,
+    /// Credit returns for chains no longer open (a bug if ever non-zero).
+    pub stray: u64,
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
+}
+
+impl Chains {
+    /// Tracking that counts seconds from `origin_ns`.
+    pub fn new(origin_ns: u64) -> Self {
+        Self {
+            next: 0,
+            open: HashMap::new(),
+            origin_ns,
+            total: histogram(),
+            interval: histogram(),
+            per_second: Vec::new(),
+            completed: 0,
+            stray: 0,
+        }
+    }
+
+    /// Opens a chain that left the planner queue at `start_ns`; returns its id.
+    pub fn open(&mut self, start_ns: u64) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        self.open.insert(id, Open { start_ns, missing: FULL_CREDIT, latest_ns: start_ns });
+        id
+    }
+
+    /// Chains not complete yet.
+    pub fn in_flight(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Applies returned credit; returns how many chains completed.
+    pub fn settle(&mut self, returns: &[CreditReturn]) -> usize {
+        let mut completed = 0;
+        for r in returns {
+            let Some(c) = self.open.get_mut(&r.chain) else {
+                self.stray += 1;
+                continue;
+            };
+            c.missing = c.missing.saturating_sub(r.credit);
+            c.latest_ns = c.latest_ns.max(r.done_ns);
+            if c.missing == 0 {
+                let c = self.open.remove(&r.chain).expect("present");
+                self.complete(c.start_ns, c.latest_ns);
+                completed += 1;
+            }
+        }
+        completed
+    }
+
+    fn complete(&mut self, start_ns: u64, done_ns: u64) {
+        let micros = (done_ns.saturating_sub(start_ns) / 1000).max(1);
+        let _ = self.total.record(micros);
+        let _ = self.interval.record(micros);
+        let second = (done_ns.saturating_sub(self.origin_ns) / 1_000_000_000) as usize;
+        if self.per_second.len() <= second {
+            self.per_second.resize(second + 1, 0);
+        }
+        self.per_second[second] += 1;
+        self.completed += 1;
+    }
+
+    /// The interval histogram, replaced by an empty one.
+    pub fn take_interval(&mut self) -> Histogram<u64> {
+        std::mem::replace(&mut self.interval, histogram())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::split_credit;
+
+    #[test]
+    fn a_chain_completes_when_all_its_credit_is_back() {
+        let mut c = Chains::new(0);
+        let id = c.open(1_000);
+        let shares: Vec<u64> = split_credit(FULL_CREDIT, 3).collect();
+        let ret = |credit, done_ns| CreditReturn { chain: id, credit, done_ns };
+        assert_eq!(c.settle(&[ret(shares[0], 5_000), ret(shares[1], 9_000)]), 0);
+        assert_eq!(c.in_flight(), 1);
+        assert_eq!(c.settle(&[ret(shares[2], 3_000)]), 1);
+        assert_eq!((c.in_flight(), c.completed), (0, 1));
+        // Latency is the latest completion minus the start: 8 µs.
+        assert_eq!(c.total.max(), 8);
+        assert_eq!(c.settle(&[ret(1, 1)]), 0);
+        assert_eq!(c.stray, 1);
+    }
+}

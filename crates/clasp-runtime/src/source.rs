@@ -1,0 +1,147 @@
+//! Inputs: where the planner's ingress reads records from, and how fast.
+
+use std::io::{self, BufRead, BufReader, Read};
+
+/// A sequence of input lines (one record each).
+pub trait InputSource: Send {
+    /// Replaces `line` with the next line (without its newline); `false` at the end.
+    fn next_line(&mut self, line: &mut Vec<u8>) -> io::Result<bool>;
+}
+
+/// Lines of a file or any reader.
+pub struct LineReader<R> {
+    reader: BufReader<R>,
+}
+
+impl<R> std::fmt::Debug for LineReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LineReader")
+    }
+}
+
+impl<R: Read> LineReader<R> {
+    /// Reads lines from `r`.
+    pub fn new(r: R) -> Self {
+        Self { reader: BufReader::with_capacity(1 << 20, r) }
+    }
+}
+
+impl<R: Read + Send> InputSource for LineReader<R> {
+    fn next_line(&mut self, line: &mut Vec<u8>) -> io::Result<bool> {
+        line.clear();
+        if self.reader.read_until(b'\n', line)? == 0 {
+            return Ok(false);
+        }
+        while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+            line.pop();
+        }
+        Ok(true)
+    }
+}
+
+/// Lines held in memory (a corpus loaded before a measurement starts).
+#[derive(Debug)]
+pub struct MemoryLines {
+    lines: std::sync::Arc<Vec<Vec<u8>>>,
+    next: usize,
+    step: usize,
+}
+
+impl MemoryLines {
+    /// Every `step`-th line starting at `first`.
+    pub fn new(lines: std::sync::Arc<Vec<Vec<u8>>>, first: usize, step: usize) -> Self {
+        Self { lines, next: first, step: step.max(1) }
+    }
+}
+
+impl InputSource for MemoryLines {
+    fn next_line(&mut self, line: &mut Vec<u8>) -> io::Result<bool> {
+        let Some(l) = self.lines.get(self.next) else { return Ok(false) };
+        line.clear();
+        line.extend_from_slice(l);
+        self.next += self.step;
+        Ok(true)
+    }
+}
+
+/// How fast input requests enter the planner queue: a rate (requests/s) as a function of the
+/// time since the run started; `None` means as fast as the cluster takes them.
+pub type RateFn = Box<dyn Fn(f64) -> Option<f64> + Send + Sync>;
+
+/// Paces requests to a rate that may change over time (a token bucket).
+pub struct Pacer {
+    rate: RateFn,
+    tokens: f64,
+    last: f64,
+}
+
+impl std::fmt::Debug for Pacer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pacer").field("tokens", &self.tokens).finish()
+    }
+}
+
+impl Pacer {
+    /// A pacer following `rate`.
+    pub fn new(rate: RateFn) -> Self {
+        Self { rate, tokens: 1.0, last: 0.0 }
+    }
+
+    /// Seconds to wait, at time `t`, before the next request may go (0 if it may go now); call
+    /// [`Pacer::take`] when it goes.
+    pub fn wait(&mut self, t: f64) -> f64 {
+        let Some(rate) = (self.rate)(t) else { return 0.0 };
+        // Up to 5 ms of requests may go back to back, so sleep overshoot does not lower the rate.
+        let burst = (rate * 0.005).max(1.0);
+        self.tokens = (self.tokens + rate * (t - self.last).max(0.0)).min(burst);
+        self.last = t;
+        // The tolerance absorbs round-off in the accumulated tokens.
+        if self.tokens >= 1.0 - 1e-9 {
+            0.0
+        } else if rate <= 0.0 {
+            0.05
+        } else {
+            (1.0 - self.tokens) / rate
+        }
+    }
+
+    /// Consumes one request's token.
+    pub fn take(&mut self) {
+        self.tokens -= 1.0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_without_newlines() {
+        let mut r = LineReader::new(&b"a b\r\nc\n\nlast"[..]);
+        let mut v = Vec::new();
+        let mut lines = Vec::new();
+        while r.next_line(&mut v).unwrap() {
+            lines.push(String::from_utf8(v.clone()).unwrap());
+        }
+        assert_eq!(lines, ["a b", "c", "", "last"]);
+    }
+
+    #[test]
+    fn pacer_spaces_requests_by_the_rate() {
+        let mut p = Pacer::new(Box::new(|_| Some(100.0)));
+        let mut t = 0.0;
+        let mut sent = 0;
+        while t < 1.0 {
+            let w = p.wait(t);
+            if w == 0.0 {
+                p.take();
+                sent += 1;
+            } else {
+                t += w;
+            }
+        }
+        assert!((100..=101).contains(&sent), "{sent}");
+        let mut free = Pacer::new(Box::new(|_| None));
+        assert_eq!(free.wait(0.0), 0.0);
+    }
+}

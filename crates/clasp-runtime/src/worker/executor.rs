@@ -1,0 +1,317 @@
+//! Executors and the local scheduling engine.
+//!
+//! An executor runs one request at a time. What the operator emits goes straight into the
+//! [`Outbox`], which routes each record as it is emitted (keyed successors: to the owner of the
+//! key's group; stateless ones: to a worker drawn by share) into per-destination batches of at
+//! most `batch_size` records. When the execution ends, those batches become chained requests:
+//! the ones for this worker go into its own queue as they are (never serialized), the others to
+//! the peer's sending thread. The request's chain credit is split among them; a request that
+//! causes none returns its credit to the planner.
+
+use super::WorkerShared;
+use crate::metrics::{ExecCounters, bump};
+use crate::request::{Request, split_credit};
+use crate::routing::Routing;
+use crate::service;
+use crate::wire::{CreditReturn, Message};
+use crate::worker::scheduler::Next;
+use clasp_core::operator::Rejections;
+use clasp_core::rng::SplitMix64;
+use clasp_core::{Batch, Emitter, Endpoint, OperatorId, SinkId, StreamId, WorkerId};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// Nanoseconds since the Unix epoch: a clock every process on a host shares.
+pub fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Where an output port leads.
+#[derive(Clone, Copy, Debug)]
+pub enum Target {
+    /// A successor operator: its id, the input port the stream arrives on, the stream.
+    Operator { op: OperatorId, port: u16, stream: StreamId },
+    /// A sink.
+    Sink(SinkId),
+}
+
+/// Output ports of every operator, in port order.
+pub fn port_targets(p: &clasp_core::Pipeline) -> Vec<Vec<Target>> {
+    p.operators
+        .iter()
+        .map(|o| {
+            p.outputs(o.id)
+                .iter()
+                .filter_map(|&s| match p.stream(s).to {
+                    Endpoint::Operator(to) => {
+                        let port = p.inputs(to).iter().position(|x| *x == s).unwrap_or(0) as u16;
+                        Some(Target::Operator { op: to, port, stream: s })
+                    }
+                    Endpoint::Sink(k) => Some(Target::Sink(k)),
+                    Endpoint::Source(_) => None,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Records buffered for one output port.
+#[derive(Debug, Default)]
+struct PortBuffer {
+    /// Per destination worker (keyed successors use many, stateless ones one at a time).
+    by_worker: Vec<Batch>,
+    /// The worker the open batch of a stateless successor goes to.
+    drawn: Option<WorkerId>,
+}
+
+/// The local scheduling engine of one executor.
+pub struct Outbox {
+    shared: Arc<WorkerShared>,
+    counters: Arc<ExecCounters>,
+    routing: Arc<Routing>,
+    rng: SplitMix64,
+    batch_size: usize,
+    // The request being executed.
+    op: OperatorId,
+    chain: u64,
+    ports: Vec<PortBuffer>,
+    emitted: u64,
+    children: Vec<(WorkerId, StreamId, Request)>,
+    local: Vec<Request>,
+    // Buffered for the planner, across requests.
+    sinks: Vec<Batch>,
+    sink_records: usize,
+    credits: Vec<CreditReturn>,
+}
+
+impl std::fmt::Debug for Outbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outbox").field("op", &self.op).field("chain", &self.chain).finish()
+    }
+}
+
+const SINK_FLUSH_RECORDS: usize = 4096;
+const CREDIT_FLUSH: usize = 256;
+
+impl Outbox {
+    fn new(shared: Arc<WorkerShared>, counters: Arc<ExecCounters>, seed: u64) -> Self {
+        let routing = shared.routing();
+        let sinks = (0..shared.pipeline.sinks.len()).map(|_| Batch::new()).collect();
+        Self {
+            batch_size: shared.settings.batch_size.max(1) as usize,
+            shared,
+            counters,
+            routing,
+            rng: SplitMix64::new(seed),
+            op: OperatorId(0),
+            chain: 0,
+            ports: Vec::new(),
+            emitted: 0,
+            children: Vec::new(),
+            local: Vec::new(),
+            sinks,
+            sink_records: 0,
+            credits: Vec::new(),
+        }
+    }
+
+    fn refresh_routing(&mut self) {
+        if self.shared.epoch.load(Ordering::Acquire) != self.routing.epoch {
+            self.routing = self.shared.routing();
+        }
+    }
+
+    fn begin(&mut self, op: OperatorId, chain: u64) {
+        self.op = op;
+        self.chain = chain;
+        self.emitted = 0;
+        let n = self.shared.targets[op.index()].len();
+        let workers = self.routing.workers().max(self.shared.me.0 + 1) as usize;
+        self.ports.resize_with(n, PortBuffer::default);
+        for p in &mut self.ports[..n] {
+            if p.by_worker.len() < workers {
+                p.by_worker.resize_with(workers, Batch::new);
+            }
+            p.drawn = None;
+        }
+    }
+
+    #[inline]
+    fn route(&mut self, port: usize, hash: u64, key: &[u8], value: &[u8]) {
+        let target = self.shared.targets[self.op.index()][port];
+        match target {
+            Target::Sink(s) => {
+                self.sinks[s.index()].push_hashed(hash, key, value);
+                self.sink_records += 1;
+            }
+            Target::Operator { op, .. } => {
+                let w = if self.routing.is_keyed(op) {
+                    self.routing.owner(op, hash)
+                } else {
+                    match self.ports[port].drawn {
+                        Some(w) => w,
+                        None => {
+                            let w = self.routing.draw(op, &mut self.rng);
+                            self.ports[port].drawn = Some(w);
+                            w
+                        }
+                    }
+                };
+                let buffers = &mut self.ports[port].by_worker;
+                if w.index() >= buffers.len() {
+                    buffers.resize_with(w.index() + 1, Batch::new);
+                }
+                buffers[w.index()].push_hashed(hash, key, value);
+                if buffers[w.index()].len() >= self.batch_size {
+                    self.seal(port, w);
+                }
+            }
+        }
+    }
+
+    /// Turns the open batch for (`port`, `w`) into a chained request.
+    fn seal(&mut self, port: usize, w: WorkerId) {
+        let Target::Operator { op, port: in_port, stream } =
+            self.shared.targets[self.op.index()][port]
+        else {
+            return;
+        };
+        let batch = std::mem::take(&mut self.ports[port].by_worker[w.index()]);
+        self.ports[port].drawn = None;
+        self.children.push((
+            w,
+            stream,
+            Request::new(op, in_port, self.chain, self.routing.epoch, batch),
+        ));
+    }
+
+    /// Dispatches the chained requests of the finished execution and settles its credit.
+    fn finish(&mut self, credit: u64) {
+        for port in 0..self.ports.len().min(self.shared.targets[self.op.index()].len()) {
+            for w in 0..self.ports[port].by_worker.len() {
+                if !self.ports[port].by_worker[w].is_empty() {
+                    self.seal(port, WorkerId::from(w));
+                }
+            }
+        }
+        if self.children.is_empty() {
+            self.credits.push(CreditReturn { chain: self.chain, credit, done_ns: now_ns() });
+            if self.credits.len() >= CREDIT_FLUSH {
+                self.flush_planner();
+            }
+        } else {
+            self.dispatch_children(credit);
+        }
+        if self.sink_records >= SINK_FLUSH_RECORDS {
+            self.flush_planner();
+        }
+    }
+
+    fn dispatch_children(&mut self, credit: u64) {
+        let me = self.shared.me;
+        let (mut local, mut remote) = (0u64, 0u64);
+        let shares = split_credit(credit, self.children.len());
+        for ((w, stream, mut req), share) in self.children.drain(..).zip(shares) {
+            req.credit = share;
+            bump(&self.counters.edges[stream.index()], 1);
+            if w == me {
+                local += 1;
+                self.local.push(req);
+            } else {
+                remote += 1;
+                self.counters.reached(w);
+                self.shared.send_to_peer(w, Message::Request(req));
+            }
+        }
+        bump(&self.counters.local, local);
+        bump(&self.counters.remote, remote);
+        if !self.local.is_empty() {
+            self.shared.sched.push_many(self.local.drain(..));
+        }
+    }
+
+    /// Sends buffered sink records, then buffered credit (in that order, on one connection, so
+    /// a chain is never complete at the planner before its outputs arrived).
+    pub fn flush_planner(&mut self) {
+        if self.sink_records > 0 {
+            for (i, b) in self.sinks.iter_mut().enumerate() {
+                if !b.is_empty() {
+                    let batch = std::mem::take(b);
+                    self.shared.planner.send(Message::Sink { sink: SinkId::from(i), batch });
+                }
+            }
+            self.sink_records = 0;
+        }
+        if !self.credits.is_empty() {
+            self.shared.planner.send(Message::Credits(std::mem::take(&mut self.credits)));
+        }
+    }
+}
+
+impl Emitter for Outbox {
+    #[inline]
+    fn emit(&mut self, key: &[u8], value: &[u8]) {
+        let hash = clasp_core::hash::key_hash(key);
+        self.emitted += 1;
+        for port in 0..self.shared.targets[self.op.index()].len() {
+            self.route(port, hash, key, value);
+        }
+    }
+
+    #[inline]
+    fn emit_to(&mut self, port: usize, key: &[u8], value: &[u8]) {
+        if port < self.shared.targets[self.op.index()].len() {
+            self.emitted += 1;
+            self.route(port, clasp_core::hash::key_hash(key), key, value);
+        }
+    }
+}
+
+/// The loop of executor thread `index`.
+pub fn run(shared: Arc<WorkerShared>, index: usize) {
+    service::tighten_timer_slack();
+    let counters = shared.counters[index].clone();
+    let seed = shared.settings.seed ^ (u64::from(shared.me.0) << 32) ^ index as u64;
+    let mut out = Outbox::new(shared.clone(), counters.clone(), seed);
+    let mut rejects = Rejections::default();
+    loop {
+        let req = match shared.sched.next(|| out.flush_planner()) {
+            Next::Run(r) => r,
+            Next::Shutdown => {
+                out.flush_planner();
+                return;
+            }
+        };
+        out.refresh_routing();
+        let op = req.op;
+        let started = Instant::now();
+        out.begin(op, req.chain);
+        let exec = shared.ops[op.index()].process(
+            &req.batch,
+            usize::from(req.port),
+            shared.stores[op.index()].as_ref(),
+            &mut out,
+            &mut rejects,
+        );
+        if let Some(service) = shared.pipeline.operator(op).service {
+            service::spend(service.micros_for(req.batch.len()), service.mode);
+        }
+        let exec_ns = started.elapsed().as_nanos() as u64;
+        let c = &counters.ops[op.index()];
+        bump(&c.processed, 1);
+        bump(&c.records, req.batch.len() as u64);
+        bump(&c.emitted, out.emitted);
+        bump(&c.exec_ns, exec_ns);
+        if let Some(at) = req.enqueued {
+            bump(&c.wait_ns, started.duration_since(at).as_nanos() as u64);
+        }
+        bump(&c.touched, u64::from(exec.touched_state));
+        if rejects.total() > 0 {
+            shared.record_rejects(op, &rejects);
+            rejects.clear();
+        }
+        out.finish(req.credit);
+        shared.sched.done(op);
+    }
+}

@@ -1,0 +1,683 @@
+//! A worker node: incoming request queue, executor pool, local scheduling engine, state server
+//! (one keyed store per operator) and metrics monitor (CLASP Fig. 5).
+//!
+//! Threads: one per executor slot; per peer (planner included) one sending and one receiving
+//! thread; an acceptor for peer connections; the metrics monitor; and the control loop, which
+//! handles routing changes, migrations, state dumps and shutdown.
+
+pub mod executor;
+mod monitor;
+pub mod scheduler;
+
+use crate::metrics::ExecCounters;
+use crate::migration::{self, MigrationData, MigrationDone, MigrationOrder, StateGroup};
+use crate::net::{self, Link};
+use crate::request::Request;
+use crate::routing::{Routing, RoutingPlan};
+use crate::wire::{Hello, Message, Role, Welcome, WireError, WorkerSettings};
+use clasp_core::operator::Rejections;
+use clasp_core::rng::SplitMix64;
+use clasp_core::state::StateStore;
+use clasp_core::{DynOperator, OperatorId, Pipeline, Registry, WorkerId};
+use crossbeam_channel::{Receiver, Sender};
+use executor::Target;
+use scheduler::Scheduler;
+use std::collections::HashMap;
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+/// Most workers a cluster may have (sizes the destination bitsets of the metrics).
+pub const MAX_WORKERS: usize = 4096;
+
+/// How a worker starts.
+#[derive(Clone, Debug)]
+pub struct WorkerOptions {
+    /// Executor slots (default 10).
+    pub slots: u32,
+    /// Address to accept peer connections on.
+    pub listen: String,
+    /// Id to ask the planner for (it must be free).
+    pub id: Option<WorkerId>,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        Self { slots: 10, listen: "127.0.0.1:0".into(), id: None }
+    }
+}
+
+/// Why a worker stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// Connection trouble.
+    #[error(transparent)]
+    Wire(#[from] WireError),
+    /// Could not listen.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The pipeline's functions could not be built.
+    #[error("{0}")]
+    Registry(#[from] clasp_core::operator::RegistryError),
+    /// The planner went away before telling the worker to stop.
+    #[error("lost the planner: {0}")]
+    PlannerLost(String),
+}
+
+/// State every thread of a worker shares.
+pub struct WorkerShared {
+    /// This worker.
+    pub me: WorkerId,
+    /// The pipeline.
+    pub pipeline: Arc<Pipeline>,
+    /// Settings from the planner.
+    pub settings: WorkerSettings,
+    /// Operator implementations, by operator id.
+    pub ops: Vec<Box<dyn DynOperator>>,
+    /// Keyed state, by operator id (stateless operators have an empty one-group store).
+    pub stores: Vec<Box<dyn StateStore>>,
+    /// Output ports of every operator.
+    pub targets: Vec<Vec<Target>>,
+    /// The incoming request queue.
+    pub sched: Scheduler,
+    /// Current routing epoch (checked by executors before each request).
+    pub epoch: AtomicU64,
+    routing: RwLock<Arc<Routing>>,
+    peers: RwLock<Vec<Option<Link>>>,
+    pending_peers: Mutex<HashMap<WorkerId, Receiver<Message>>>,
+    /// Link to the planner.
+    pub planner: Link,
+    /// One per executor.
+    pub counters: Vec<Arc<ExecCounters>>,
+    rejects: Mutex<Vec<Rejections>>,
+    held: Mutex<Vec<Request>>,
+    stopping: AtomicBool,
+    /// A report the planner asked for (its request number), picked up by the monitor.
+    report_now: AtomicU64,
+}
+
+impl std::fmt::Debug for WorkerShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerShared").field("me", &self.me).finish_non_exhaustive()
+    }
+}
+
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl WorkerShared {
+    /// The routing of the current epoch.
+    pub fn routing(&self) -> Arc<Routing> {
+        read(&self.routing).clone()
+    }
+
+    /// Queues a message for peer `w`.
+    pub fn send_to_peer(&self, w: WorkerId, m: Message) {
+        let link = read(&self.peers).get(w.index()).and_then(Clone::clone);
+        match link {
+            Some(l) => {
+                if !l.send(m) {
+                    tracing::error!("worker {}: link to {w} is closed; message dropped", self.me);
+                }
+            }
+            None => tracing::error!("worker {}: no link to {w}; message dropped", self.me),
+        }
+    }
+
+    /// The link to `w`, created (pending its connection) if new.
+    fn ensure_link(&self, w: WorkerId) -> Link {
+        let mut peers = write(&self.peers);
+        if peers.len() <= w.index() {
+            peers.resize(w.index() + 1, None);
+        }
+        if let Some(l) = &peers[w.index()] {
+            return l.clone();
+        }
+        let (link, rx) = Link::pending();
+        peers[w.index()] = Some(link.clone());
+        lock(&self.pending_peers).insert(w, rx);
+        link
+    }
+
+    fn drop_link(&self, w: WorkerId) {
+        if let Some(slot) = write(&self.peers).get_mut(w.index()) {
+            *slot = None;
+        }
+        lock(&self.pending_peers).remove(&w);
+    }
+
+    /// Adds an executor's rejected-record tally.
+    pub fn record_rejects(&self, op: OperatorId, r: &Rejections) {
+        lock(&self.rejects)[op.index()].merge(r);
+    }
+
+    /// Accepts requests that arrived from the planner or a peer: requests routed under a newer
+    /// epoch wait until this worker has it; those routed under an older epoch are re-routed
+    /// (forwarded when they belong elsewhere now); the rest are queued.
+    fn admit(&self, reqs: Vec<Request>, rng: &mut SplitMix64) {
+        let routing = self.routing();
+        let mut local = Vec::with_capacity(reqs.len());
+        for r in reqs {
+            if r.epoch > routing.epoch {
+                lock(&self.held).push(r);
+            } else if r.epoch == routing.epoch {
+                local.push(r);
+            } else {
+                for (w, part) in migration::reroute(r, &routing, self.me, rng) {
+                    if w == self.me {
+                        local.push(part);
+                    } else {
+                        self.send_to_peer(w, Message::Request(part));
+                    }
+                }
+            }
+        }
+        if !local.is_empty() {
+            self.sched.push_many(local);
+        }
+    }
+
+    /// Installs a routing and returns the requests held for it.
+    fn install(&self, plan: RoutingPlan) -> (Arc<Routing>, Vec<Request>) {
+        let routing = Arc::new(Routing::new(&self.pipeline, plan));
+        for w in 0..routing.workers() {
+            if WorkerId(w) != self.me {
+                self.ensure_link(WorkerId(w));
+            }
+        }
+        *write(&self.routing) = routing.clone();
+        self.epoch.store(routing.epoch, Ordering::Release);
+        let held = {
+            let mut h = lock(&self.held);
+            let (ready, later): (Vec<_>, Vec<_>) =
+                h.drain(..).partition(|r| r.epoch <= routing.epoch);
+            *h = later;
+            ready
+        };
+        (routing, held)
+    }
+
+    fn limits(&self, routing: &Routing) -> Vec<u32> {
+        self.pipeline.operators.iter().map(|o| routing.instances(o.id, self.me)).collect()
+    }
+}
+
+/// What the control loop reacts to.
+#[derive(Debug)]
+enum Control {
+    Planner(Message),
+    Data(Box<MigrationData>),
+    PeerUp(WorkerId),
+    PeerDown(WorkerId, String),
+    PlannerDown(String),
+}
+
+/// Joins the planner at `join` and runs until told to stop.
+pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), WorkerError> {
+    let listener = TcpListener::bind(&opts.listen)
+        .map_err(|source| WorkerError::Listen { addr: opts.listen.clone(), source })?;
+    let listen = listener
+        .local_addr()
+        .map_err(|source| WorkerError::Listen { addr: opts.listen.clone(), source })?;
+    let hello = Hello {
+        role: Role::Worker,
+        worker: opts.id,
+        slots: opts.slots,
+        listen: listen.to_string(),
+        pid: std::process::id(),
+    };
+    let (stream, mut reader) = net::connect(join, &hello, crate::wire::DEFAULT_MAX_FRAME)?;
+    let welcome = match reader.read_message(
+        &mut stream.try_clone().map_err(|source| WireError::Io { peer: join.into(), source })?,
+    )? {
+        Some(Message::Welcome(w)) => *w,
+        Some(Message::Reject(reason)) => {
+            return Err(WireError::Rejected { peer: join.into(), reason }.into());
+        }
+        other => {
+            return Err(WireError::Protocol {
+                peer: join.into(),
+                message: format!(
+                    "expected Welcome, got {:?}",
+                    other.as_ref().map(net::message_name)
+                ),
+            }
+            .into());
+        }
+    };
+    let (planner_link, planner_rx) = Link::pending();
+    let shared = match build_shared(welcome.clone(), registry, opts.slots, planner_link.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            let (mut s, msg) = (stream, Message::Reject(e.to_string()));
+            let mut buf = Vec::new();
+            crate::wire::encode(&msg, &mut buf);
+            let _ = std::io::Write::write_all(&mut s, &buf);
+            return Err(e);
+        }
+    };
+    let (control_tx, control_rx) = crossbeam_channel::unbounded();
+    let flush = Duration::from_micros(welcome.settings.flush_deadline_us);
+    let send_stream =
+        stream.try_clone().map_err(|source| WireError::Io { peer: join.into(), source })?;
+    net::spawn_sender(
+        format!("w{}-to-planner", shared.me),
+        send_stream,
+        planner_rx,
+        planner_link.counters.clone(),
+        flush,
+    );
+    spawn_peer_receiver(&shared, None, stream, reader, control_tx.clone());
+    spawn_acceptor(shared.clone(), listener, control_tx.clone());
+    for (w, addr) in &welcome.peers {
+        shared.ensure_link(*w);
+        if *w < shared.me {
+            connect_peer(shared.clone(), *w, addr.clone(), control_tx.clone());
+        }
+    }
+    let executors: Vec<_> = (0..opts.slots.max(1) as usize)
+        .map(|i| {
+            let s = shared.clone();
+            std::thread::Builder::new()
+                .name(format!("w{}-exec{i}", s.me))
+                .spawn(move || executor::run(s, i))
+                .expect("spawn executor")
+        })
+        .collect();
+    let monitor = monitor::spawn(shared.clone());
+    let result = control_loop(&shared, &control_rx, &control_tx);
+    shared.stopping.store(true, Ordering::Release);
+    shared.sched.shutdown();
+    for e in executors {
+        let _ = e.join();
+    }
+    let _ = monitor.join();
+    shared.planner.send(Message::Shutdown);
+    result
+}
+
+fn build_shared(
+    w: Welcome,
+    registry: &Registry,
+    slots: u32,
+    planner: Link,
+) -> Result<Arc<WorkerShared>, WorkerError> {
+    let pipeline = Arc::new(w.pipeline);
+    let ops = registry.instantiate_all(&pipeline)?;
+    let groups = w.routing.as_ref().map_or(1024, |r| r.keys.groups).max(1);
+    let stores = pipeline
+        .operators
+        .iter()
+        .zip(&ops)
+        .map(|(o, imp)| imp.new_store(if o.stateful { groups } else { 1 }))
+        .collect();
+    let n_ops = pipeline.operators.len();
+    let routing = w.routing.clone().unwrap_or_else(|| RoutingPlan {
+        epoch: 0,
+        placement: clasp_core::placement::Placement::single_worker(&pipeline, &[]),
+        keys: clasp_core::placement::KeyAssignment { groups, owners: vec![Vec::new(); n_ops] },
+    });
+    let routing = Arc::new(Routing::new(&pipeline, routing));
+    let counters = (0..slots.max(1))
+        .map(|_| Arc::new(ExecCounters::new(n_ops, pipeline.streams.len(), MAX_WORKERS)))
+        .collect();
+    let shared = Arc::new(WorkerShared {
+        me: w.worker,
+        targets: executor::port_targets(&pipeline),
+        sched: Scheduler::new(vec![0; n_ops]),
+        epoch: AtomicU64::new(routing.epoch),
+        routing: RwLock::new(routing.clone()),
+        peers: RwLock::new(Vec::new()),
+        pending_peers: Mutex::new(HashMap::new()),
+        planner,
+        counters,
+        rejects: Mutex::new(vec![Rejections::default(); n_ops]),
+        held: Mutex::new(Vec::new()),
+        stopping: AtomicBool::new(false),
+        report_now: AtomicU64::new(0),
+        settings: w.settings,
+        ops,
+        stores,
+        pipeline,
+    });
+    shared.sched.resume(shared.limits(&routing));
+    Ok(shared)
+}
+
+/// Reads one connection (the planner's when `peer` is `None`).
+fn spawn_peer_receiver(
+    shared: &Arc<WorkerShared>,
+    peer: Option<WorkerId>,
+    stream: TcpStream,
+    reader: crate::wire::FrameReader,
+    control: Sender<Control>,
+) {
+    let s = shared.clone();
+    let mut rng = SplitMix64::derive(shared.settings.seed, u64::from(shared.me.0) << 16 | 0xfeed);
+    let name = match peer {
+        Some(p) => format!("w{}-from-{p}", shared.me),
+        None => format!("w{}-from-planner", shared.me),
+    };
+    let control_close = control.clone();
+    let stopping = shared.clone();
+    net::spawn_receiver(
+        name,
+        stream,
+        reader,
+        move |batch| {
+            let mut reqs = Vec::new();
+            for m in batch.drain(..) {
+                match m {
+                    Message::Request(r) => reqs.push(r),
+                    Message::MigrationData(d) => {
+                        let _ = control.send(Control::Data(d));
+                    }
+                    Message::Shutdown if peer.is_some() => return false,
+                    other => {
+                        if peer.is_none() {
+                            let _ = control.send(Control::Planner(other));
+                        } else {
+                            tracing::warn!(
+                                "worker {}: unexpected {} from a peer",
+                                s.me,
+                                net::message_name(&other)
+                            );
+                        }
+                    }
+                }
+            }
+            if !reqs.is_empty() {
+                s.admit(reqs, &mut rng);
+            }
+            true
+        },
+        move |why| {
+            if stopping.stopping.load(Ordering::Acquire) {
+                return;
+            }
+            let reason = why.map_or_else(|| "connection closed".to_owned(), |e| e.to_string());
+            let _ = control_close.send(match peer {
+                Some(p) => Control::PeerDown(p, reason),
+                None => Control::PlannerDown(reason),
+            });
+        },
+    );
+}
+
+/// Starts the sending thread of an established peer connection.
+fn attach_peer(
+    shared: &Arc<WorkerShared>,
+    w: WorkerId,
+    stream: TcpStream,
+    reader: crate::wire::FrameReader,
+    control: &Sender<Control>,
+) {
+    let link = shared.ensure_link(w);
+    let Some(rx) = lock(&shared.pending_peers).remove(&w) else {
+        tracing::warn!("worker {}: second connection from {w} ignored", shared.me);
+        return;
+    };
+    let send = match stream.try_clone() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!("worker {}: cannot use connection to {w}: {e}", shared.me);
+            return;
+        }
+    };
+    let flush = Duration::from_micros(shared.settings.flush_deadline_us);
+    net::spawn_sender(format!("w{}-to-{w}", shared.me), send, rx, link.counters.clone(), flush);
+    spawn_peer_receiver(shared, Some(w), stream, reader, control.clone());
+    let _ = control.send(Control::PeerUp(w));
+}
+
+fn connect_peer(shared: Arc<WorkerShared>, w: WorkerId, addr: String, control: Sender<Control>) {
+    std::thread::spawn(move || {
+        let hello = Hello {
+            role: Role::Worker,
+            worker: Some(shared.me),
+            slots: shared.counters.len() as u32,
+            listen: String::new(),
+            pid: std::process::id(),
+        };
+        match net::connect(&addr, &hello, shared.settings.max_frame) {
+            Ok((stream, reader)) => attach_peer(&shared, w, stream, reader, &control),
+            Err(e) => {
+                let _ = control.send(Control::PeerDown(w, e.to_string()));
+            }
+        }
+    });
+}
+
+fn spawn_acceptor(shared: Arc<WorkerShared>, listener: TcpListener, control: Sender<Control>) {
+    std::thread::Builder::new()
+        .name(format!("w{}-accept", shared.me))
+        .spawn(move || {
+            for stream in listener.incoming() {
+                if shared.stopping.load(Ordering::Acquire) {
+                    return;
+                }
+                let Ok(mut stream) = stream else { continue };
+                let (shared, control) = (shared.clone(), control.clone());
+                // Handshakes run off the accept loop so a silent peer cannot block it.
+                std::thread::spawn(move || match net::accept(&mut stream, shared.settings.max_frame) {
+                    Ok((hello, reader)) => match (hello.role, hello.worker) {
+                        (Role::Worker, Some(w)) if w != shared.me => {
+                            attach_peer(&shared, w, stream, reader, &control);
+                        }
+                        _ => tracing::error!(
+                            "worker {}: refused a connection that is not from a peer worker ({hello:?})",
+                            shared.me
+                        ),
+                    },
+                    Err(e) => tracing::error!("worker {}: rejected connection: {e}", shared.me),
+                });
+            }
+        })
+        .expect("spawn acceptor");
+}
+
+fn connected_peers(shared: &WorkerShared) -> Vec<WorkerId> {
+    let pending = lock(&shared.pending_peers);
+    read(&shared.peers)
+        .iter()
+        .enumerate()
+        .filter(|(w, l)| l.is_some() && !pending.contains_key(&WorkerId::from(*w)))
+        .map(|(w, _)| WorkerId::from(w))
+        .collect()
+}
+
+fn control_loop(
+    shared: &Arc<WorkerShared>,
+    rx: &Receiver<Control>,
+    tx: &Sender<Control>,
+) -> Result<(), WorkerError> {
+    let mut early: Vec<MigrationData> = Vec::new();
+    let mut rng = SplitMix64::derive(shared.settings.seed, u64::from(shared.me.0) << 16 | 0xc0de);
+    while let Ok(event) = rx.recv() {
+        match event {
+            Control::Planner(Message::Shutdown) => return Ok(()),
+            Control::Planner(Message::Install(plan)) => {
+                let (routing, held) = shared.install(*plan);
+                shared.sched.resume(shared.limits(&routing));
+                shared.admit(held, &mut rng);
+            }
+            Control::Planner(Message::Migrate(order)) => {
+                let done = migrate(shared, *order, rx, &mut early, &mut rng);
+                shared.planner.send(Message::MigrationDone(done));
+            }
+            Control::Planner(Message::PeerJoined { worker, addr }) => {
+                shared.ensure_link(worker);
+                if worker < shared.me {
+                    connect_peer(shared.clone(), worker, addr, tx.clone());
+                }
+            }
+            Control::Planner(Message::PeerLeft(w)) => shared.drop_link(w),
+            Control::Planner(Message::DumpState) => dump_state(shared),
+            Control::Planner(Message::ReportNow(n)) => {
+                shared.report_now.store(n, Ordering::Release)
+            }
+            Control::Planner(other) => {
+                tracing::warn!(
+                    "worker {}: unexpected {} from the planner",
+                    shared.me,
+                    net::message_name(&other)
+                );
+            }
+            Control::Data(d) => early.push(*d),
+            Control::PeerUp(w) => {
+                tracing::debug!("worker {}: connected to worker {w}", shared.me);
+                shared.planner.send(Message::MeshReady(connected_peers(shared)));
+            }
+            Control::PeerDown(w, why) => {
+                tracing::warn!("worker {}: connection to worker {w} lost: {why}", shared.me);
+            }
+            Control::PlannerDown(why) => return Err(WorkerError::PlannerLost(why)),
+        }
+    }
+    Ok(())
+}
+
+/// This worker's side of a migration (see [`crate::migration`]).
+fn migrate(
+    shared: &Arc<WorkerShared>,
+    order: MigrationOrder,
+    rx: &Receiver<Control>,
+    early: &mut Vec<MigrationData>,
+    rng: &mut SplitMix64,
+) -> MigrationDone {
+    let started = Instant::now();
+    let me = shared.me;
+    shared.sched.pause_and_drain();
+    let (routing, held) = shared.install(order.routing);
+    let mut queued = shared.sched.take_all();
+    queued.extend(held);
+
+    // Requests by destination under the new routing.
+    let mut keep = Vec::new();
+    let mut to_peer: HashMap<WorkerId, Vec<Request>> = HashMap::new();
+    for r in queued {
+        for (w, part) in migration::reroute(r, &routing, me, rng) {
+            if w == me {
+                keep.push(part);
+            } else {
+                to_peer.entry(w).or_default().push(part);
+            }
+        }
+    }
+    let mut done = MigrationDone { epoch: order.epoch, worker: me, ..MigrationDone::default() };
+    for t in &order.part.send_to {
+        let mut groups = Vec::new();
+        for gm in &t.groups {
+            for &g in &gm.groups {
+                let mut bytes = Vec::new();
+                match shared.stores[gm.operator.index()].export_group(g, &mut bytes) {
+                    Ok(keys) => {
+                        done.keys_sent += keys as u64;
+                        done.bytes_sent += bytes.len() as u64;
+                        groups.push(StateGroup {
+                            op: gm.operator,
+                            group: g,
+                            keys: keys as u32,
+                            bytes,
+                        });
+                    }
+                    Err(e) => done.error = Some(format!("exporting {g} of {}: {e}", gm.operator)),
+                }
+            }
+        }
+        let requests = to_peer.remove(&t.peer).unwrap_or_default();
+        done.requests_sent += requests.len() as u64;
+        let data = MigrationData { epoch: order.epoch, from: me, groups, requests };
+        shared.send_to_peer(t.peer, Message::MigrationData(Box::new(data)));
+    }
+    // Requests for peers the plan does not name (routed under an older epoch) are forwarded.
+    for (w, reqs) in to_peer {
+        for r in reqs {
+            shared.send_to_peer(w, Message::Request(r));
+        }
+    }
+
+    let wait_started = Instant::now();
+    let expected: Vec<WorkerId> = order.part.receive_from.clone();
+    let (mut arrived, rest): (Vec<_>, Vec<_>) =
+        early.drain(..).partition(|d| d.epoch == order.epoch);
+    *early = rest;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !expected.iter().all(|w| arrived.iter().any(|d| d.from == *w)) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Control::Data(d)) if d.epoch == order.epoch => arrived.push(*d),
+            Ok(Control::Data(d)) => early.push(*d),
+            Ok(Control::PeerUp(_)) => {
+                shared.planner.send(Message::MeshReady(connected_peers(shared)));
+            }
+            Ok(Control::PeerDown(w, why)) if expected.contains(&w) => {
+                done.error = Some(format!("worker {w} was lost during the migration: {why}"));
+                break;
+            }
+            Ok(other) => tracing::debug!("worker {me}: during migration: {other:?}"),
+            Err(_) => {
+                let missing: Vec<String> = expected
+                    .iter()
+                    .filter(|w| !arrived.iter().any(|d| d.from == **w))
+                    .map(ToString::to_string)
+                    .collect();
+                done.error =
+                    Some(format!("no migration data from {} after 60 s", missing.join(", ")));
+                break;
+            }
+        }
+    }
+    done.wait_us = wait_started.elapsed().as_micros() as u64;
+    done.waited_for = expected;
+    for d in arrived {
+        for g in d.groups {
+            if let Err(e) = shared.stores[g.op.index()].import_group(g.group, &g.bytes) {
+                done.error =
+                    Some(format!("importing {} of {} from {}: {e}", g.group, g.op, d.from));
+            }
+        }
+        keep.extend(d.requests);
+    }
+    shared.sched.push_many(keep);
+    shared.sched.resume(shared.limits(&routing));
+    done.pause_us = started.elapsed().as_micros() as u64;
+    done
+}
+
+fn dump_state(shared: &WorkerShared) {
+    for o in shared.pipeline.operators.iter().filter(|o| o.stateful) {
+        let mut lines = Vec::new();
+        if let Err(e) = shared.stores[o.id.index()].dump_json(&o.name, &mut lines) {
+            tracing::error!("worker {}: dumping state of `{}`: {e}", shared.me, o.name);
+        }
+        // Chunks stay well under the frame limit.
+        let mut start = 0;
+        while start < lines.len() {
+            let mut end = (start + (8 << 20)).min(lines.len());
+            while end < lines.len() && lines[end - 1] != b'\n' {
+                end += 1;
+            }
+            shared
+                .planner
+                .send(Message::StateLines { operator: o.id, lines: lines[start..end].to_vec() });
+            start = end;
+        }
+    }
+    shared.planner.send(Message::StateDone);
+}

@@ -1,0 +1,139 @@
+//! The metrics monitor: every interval, sums the executors' counters into a
+//! [`WorkerReport`] (CLASP Table 2) and sends it to the planner.
+
+use super::WorkerShared;
+use crate::metrics::{OpReport, WorkerReport};
+use crate::wire::Message;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Running totals, to turn counters into per-interval deltas.
+#[derive(Default)]
+struct Totals {
+    ops: Vec<[u64; 6]>,
+    edges: Vec<u64>,
+    local: u64,
+    remote: u64,
+}
+
+fn totals(shared: &WorkerShared) -> Totals {
+    let n_ops = shared.pipeline.operators.len();
+    let mut t = Totals {
+        ops: vec![[0; 6]; n_ops],
+        edges: vec![0; shared.pipeline.streams.len()],
+        ..Totals::default()
+    };
+    for c in &shared.counters {
+        for (o, oc) in c.ops.iter().enumerate() {
+            let v =
+                [&oc.processed, &oc.records, &oc.emitted, &oc.exec_ns, &oc.wait_ns, &oc.touched];
+            for (acc, x) in t.ops[o].iter_mut().zip(v) {
+                *acc += x.load(Ordering::Relaxed);
+            }
+        }
+        for (acc, e) in t.edges.iter_mut().zip(c.edges.iter()) {
+            *acc += e.load(Ordering::Relaxed);
+        }
+        t.local += c.local.load(Ordering::Relaxed);
+        t.remote += c.remote.load(Ordering::Relaxed);
+    }
+    t
+}
+
+/// Distinct remote workers reached since the last call (clears the executors' bits).
+fn take_destinations(shared: &WorkerShared) -> u32 {
+    let words = shared.counters.first().map_or(0, |c| c.destinations.len());
+    (0..words)
+        .map(|i| {
+            shared
+                .counters
+                .iter()
+                .fold(0u64, |acc, c| acc | c.destinations[i].swap(0, Ordering::Relaxed))
+        })
+        .map(u64::count_ones)
+        .sum()
+}
+
+/// Starts the monitor thread.
+pub fn spawn(shared: Arc<WorkerShared>) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(format!("w{}-monitor", shared.me))
+        .spawn(move || run(&shared))
+        .expect("spawn monitor")
+}
+
+fn run(shared: &WorkerShared) {
+    let interval = Duration::from_millis(shared.settings.interval_ms.max(10));
+    let sample_every = (interval / 20).max(Duration::from_millis(1));
+    let mut prev = totals(shared);
+    let mut start = Instant::now();
+    let (mut queue_sum, mut samples) = (0.0, 0u32);
+    take_destinations(shared);
+    while !shared.stopping.load(Ordering::Acquire) {
+        std::thread::sleep(sample_every);
+        queue_sum += shared.sched.len() as f64;
+        samples += 1;
+        let requested = shared.report_now.swap(0, Ordering::AcqRel);
+        if start.elapsed() < interval && requested == 0 {
+            continue;
+        }
+        let now = totals(shared);
+        let elapsed = start.elapsed().as_secs_f64();
+        let mut report = build(shared, &prev, &now, elapsed, queue_sum / f64::from(samples.max(1)));
+        report.requested = requested;
+        shared.planner.send(Message::Report(Box::new(report)));
+        prev = now;
+        start = Instant::now();
+        queue_sum = 0.0;
+        samples = 0;
+    }
+}
+
+fn build(
+    shared: &WorkerShared,
+    prev: &Totals,
+    now: &Totals,
+    interval_s: f64,
+    queue: f64,
+) -> WorkerReport {
+    let rejects = super::lock(&shared.rejects).clone();
+    let ops: Vec<OpReport> = (0..now.ops.len())
+        .map(|o| {
+            let d = |i: usize| now.ops[o][i] - prev.ops[o][i];
+            OpReport {
+                processed: d(0),
+                records: d(1),
+                emitted: d(2),
+                exec_us: d(3) as f64 / 1e3,
+                wait_us: d(4) as f64 / 1e3,
+                touched: d(5),
+                state_keys: if shared.pipeline.operators[o].stateful {
+                    shared.stores[o].key_count() as u64
+                } else {
+                    0
+                },
+                rejects: rejects[o].iter().map(|(r, n)| (r.to_owned(), n)).collect(),
+            }
+        })
+        .collect();
+    let mut report = WorkerReport {
+        worker: shared.me,
+        epoch: shared.epoch.load(Ordering::Acquire),
+        interval_s,
+        slots: shared.counters.len() as u32,
+        queue,
+        queue_now: shared.sched.len() as u64,
+        local: now.local - prev.local,
+        remote: now.remote - prev.remote,
+        destinations: take_destinations(shared),
+        edges: now.edges.iter().zip(&prev.edges).map(|(a, b)| a - b).collect(),
+        ops,
+        saturated: false,
+        requested: 0,
+    };
+    report.saturated = queue > shared.settings.saturation_queue
+        && report.mean_wait_us() / 1e3 > shared.settings.saturation_wait_ms;
+    report
+}
