@@ -262,3 +262,157 @@ impl<'p, 'a> State<'p, 'a> {
         Placement { workers: self.bins.len() as u32, operators }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capacity::placement_loads;
+    use clasp_core::Pipeline;
+    use clasp_core::spec::parse;
+    use clasp_core::stats::ObservedStats;
+
+    const B: f64 = 1000.0;
+
+    /// Operators `(name, service µs)`, streams `(from, to)` with rates, source rate 1.
+    fn pipeline(ops: &[(&str, f64)], streams: &[(&str, &str, f64)]) -> Pipeline {
+        let mut s = String::from("[[source]]\nname = \"in\"\nrate = 1\n");
+        for (n, t) in ops {
+            s += &format!("[[operator]]\nname = \"{n}\"\nservice_time_us = {t}\n");
+        }
+        s += &format!("[[stream]]\nfrom = \"in\"\nto = \"{}\"\n", ops[0].0);
+        for (f, t, r) in streams {
+            s += &format!("[[stream]]\nfrom = \"{f}\"\nto = \"{t}\"\nrate = {r}\n");
+        }
+        parse(&s, "t.toml").unwrap()
+    }
+
+    fn projection(p: &Pipeline) -> Projection {
+        let stats = ObservedStats::from_spec(p, 1.0, 0.0);
+        Projection::new(p, &stats, 1.0, 0.0, 1).unwrap()
+    }
+
+    fn packer<'a>(proj: &'a Projection, order: &'a [OperatorId], c: Coefficients) -> Packer<'a> {
+        Packer {
+            projection: proj,
+            order,
+            coefficients: c,
+            budget: B,
+            variant: PackingVariant::NextFit,
+        }
+    }
+
+    fn fractions(pl: &Placement, op: usize) -> Vec<f64> {
+        pl.operators[op].shares.iter().map(|s| s.fraction).collect()
+    }
+
+    const FREE: Coefficients = Coefficients { alpha: 0.0, beta: 0.0, gamma: 0.0, capacity: B };
+
+    #[test]
+    fn one_operator_fills_workers_in_turn() {
+        // Demand 2,500 (rate 1 × 2,500 µs) on budget 1,000: 0.4, 0.4, 0.2.
+        let p = pipeline(&[("a", 2500.0)], &[]);
+        let proj = projection(&p);
+        let pl = packer(&proj, &[OperatorId(0)], FREE).pack(10).unwrap();
+        assert_eq!(pl.workers, 3);
+        for (f, want) in fractions(&pl, 0).iter().zip([0.4, 0.4, 0.2]) {
+            assert!((f - want).abs() < 1e-12, "{f} vs {want}");
+        }
+        assert!((pl.operators[0].shares[2].share - 500.0).abs() < 1e-9);
+        pl.check(&p).unwrap();
+    }
+
+    #[test]
+    fn chain_split_by_hand() {
+        // b (10 requests/s × 60 µs = 600) fills w0 to 400 left. a (500) calls b 10 times per second.
+        // On w0 b is local: cost 500 + 10·α = 520 per unit → 400/520 fits. The rest goes to w1,
+        // where b is remote: cost 500 + 10·β = 600 per unit, plus γ for the new destination w0.
+        let p = pipeline(&[("a", 500.0), ("b", 60.0)], &[("a", "b", 10.0)]);
+        let proj = projection(&p);
+        let c = Coefficients { alpha: 2.0, beta: 10.0, gamma: 50.0, capacity: B };
+        let order = [OperatorId(1), OperatorId(0)];
+        let pl = packer(&proj, &order, c).pack(10).unwrap();
+        assert_eq!(pl.workers, 2);
+        let f0 = 400.0 / 520.0;
+        let got = fractions(&pl, 0);
+        assert!((got[0] - f0).abs() < 1e-12 && (got[1] - (1.0 - f0)).abs() < 1e-12, "{got:?}");
+        let loads = placement_loads(&proj, &pl, &c, B);
+        assert!((loads[0].load - 1000.0).abs() < 1e-9);
+        let w1 = (1.0 - f0) * 600.0 + 50.0;
+        assert!((loads[1].load - w1).abs() < 1e-9, "{} vs {w1}", loads[1].load);
+        assert_eq!((loads[0].remote_destinations, loads[1].remote_destinations), (0, 1));
+    }
+
+    #[test]
+    fn errors_name_the_cause() {
+        let p = pipeline(&[("a", 500.0), ("b", 60.0)], &[("a", "b", 10.0)]);
+        let proj = projection(&p);
+        let order = [OperatorId(1), OperatorId(0)];
+        let tight = Packer { budget: 700.0, ..packer(&proj, &order, FREE) };
+        assert_eq!(tight.pack(1), Err(PackError::WorkerLimit { limit: 1 }));
+        // b on two workers; a cannot reach both within the budget.
+        let fan = Coefficients { gamma: 400.0, ..FREE };
+        let pl = Packer { budget: 500.0, ..packer(&proj, &order, fan) }.pack(10);
+        assert_eq!(pl, Err(PackError::FanOut { operator: OperatorId(0), destinations: 2 }));
+        let bad = packer(&proj, &[OperatorId(0), OperatorId(1)], FREE);
+        assert_eq!(bad.pack(10), Err(PackError::BadOrder));
+        assert_eq!(packer(&proj, &[OperatorId(1)], FREE).pack(10), Err(PackError::BadOrder));
+    }
+
+    #[test]
+    fn operators_without_demand_are_placed_whole() {
+        let p = pipeline(&[("a", 0.0), ("b", 1500.0)], &[("a", "b", 1.0)]);
+        let proj = projection(&p);
+        let order = [OperatorId(1), OperatorId(0)];
+        let pl = packer(&proj, &order, FREE).pack(10).unwrap();
+        assert_eq!(fractions(&pl, 0), [1.0]);
+        assert_eq!(pl.workers, 2);
+    }
+
+    #[test]
+    fn pack_into_spreads_evenly_over_n() {
+        // Demand 2,500: the smallest budget that fits 5 workers is 500 each.
+        let p = pipeline(&[("a", 2500.0)], &[]);
+        let proj = projection(&p);
+        let pl = packer(&proj, &[OperatorId(0)], FREE).pack_into(5).unwrap();
+        assert_eq!(pl.workers, 5);
+        for f in fractions(&pl, 0) {
+            assert!((f - 0.2).abs() < 1e-3, "{f}");
+        }
+        assert_eq!(
+            packer(&proj, &[OperatorId(0)], FREE).pack_into(2),
+            Err(PackError::WorkerLimit { limit: 2 })
+        );
+        assert_eq!(packer(&proj, &[OperatorId(0)], FREE).pack_into(3).unwrap().workers, 3);
+    }
+
+    #[test]
+    fn affinity_goes_back_to_the_worker_running_the_successor() {
+        // Order t2, t1, x, a. t2 (1,500) fills w0 and half of w1; t1 (400) leaves w1 100.
+        // x calls t2 on w0 and w1: on w1 the new destination w0 costs γ = 200 > 100, so x
+        // opens w2. a (50) calls t1, which runs only on w1.
+        let p = pipeline(
+            &[("a", 50.0), ("t1", 400.0), ("t2", 1500.0), ("x", 10.0)],
+            &[("a", "t1", 1.0), ("a", "x", 0.0), ("x", "t2", 1.0)],
+        );
+        let proj = projection(&p);
+        let c = Coefficients { alpha: 1.0, beta: 20.0, gamma: 200.0, capacity: B };
+        let order = [OperatorId(2), OperatorId(1), OperatorId(3), OperatorId(0)];
+        let on = |pl: &Placement, op: usize| -> Vec<u32> {
+            pl.operators[op].shares.iter().map(|s| s.worker.0).collect()
+        };
+        // Next-fit stays on the current worker w2, calling t1 remotely (cost 50 + β).
+        let nf = packer(&proj, &order, c).pack(10).unwrap();
+        assert_eq!((nf.workers, on(&nf, 3), on(&nf, 0)), (3, vec![2], vec![2]));
+        // Affinity (β − α)·σ_t1(w1) > 0 sends a back to w1, where its call is local (50 + α).
+        let aff = Packer { variant: PackingVariant::Affinity, ..packer(&proj, &order, c) };
+        let pl = aff.pack(10).unwrap();
+        assert_eq!((pl.workers, on(&pl, 0)), (3, vec![1]));
+        for pl in [&nf, &pl] {
+            for l in placement_loads(&proj, pl, &c, B) {
+                assert!(l.load <= B * (1.0 + 1e-12), "{l:?}");
+            }
+        }
+        let w1 = &placement_loads(&proj, &pl, &c, B)[1];
+        assert!((w1.load - (500.0 + 400.0 + 51.0)).abs() < 1e-9, "{w1:?}");
+    }
+}
