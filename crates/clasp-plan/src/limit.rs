@@ -161,3 +161,98 @@ impl LimitCache {
         self.entry = None;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::order::placement_order;
+    use clasp_core::spec::{load, parse};
+    use clasp_core::stats::ObservedStats;
+    use std::path::PathBuf;
+
+    fn search<'a>(
+        proj: &'a Projection,
+        order: &'a [OperatorId],
+        c: Coefficients,
+        max_workers: u32,
+    ) -> RateSearch<'a> {
+        RateSearch {
+            projection: proj,
+            order,
+            coefficients: c,
+            budget: 0.9 * c.capacity,
+            variant: PackingVariant::NextFit,
+            max_workers,
+            tolerance: 50.0,
+        }
+    }
+
+    #[test]
+    fn one_operator_limit_in_closed_form() {
+        // Demand 100 µs per request: n workers of budget 900,000 hold 9,000·n requests/s.
+        let p = parse(
+            "[[source]]\nname = \"in\"\n[[operator]]\nname = \"a\"\nservice_time_us = 100\n\
+             [[stream]]\nfrom = \"in\"\nto = \"a\"\n",
+            "a.toml",
+        )
+        .unwrap();
+        let stats = ObservedStats::from_spec(&p, 1e6, 0.0);
+        let proj = Projection::new(&p, &stats, 1e6, 0.0, 1).unwrap();
+        let c = Coefficients { alpha: 0.0, beta: 0.0, gamma: 0.0, capacity: 1e6 };
+        for n in [1, 3, 7] {
+            let found = search(&proj, &[OperatorId(0)], c, n).run().unwrap();
+            let exact = 9_000.0 * f64::from(n);
+            assert!(found.rate <= exact && found.rate >= exact - 50.0, "{n}: {}", found.rate);
+            assert_eq!(found.placement.workers, n);
+        }
+    }
+
+    /// The binary search agrees with a scan of every rate on a 5 requests/s grid.
+    #[test]
+    fn search_matches_a_brute_force_scan() {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../pipelines/fig6.toml");
+        let p = load(&path).unwrap();
+        let stats = ObservedStats::from_spec(&p, 10.0, 400.0);
+        let proj = Projection::new(&p, &stats, 1e5, 400.0, 1).unwrap();
+        let order = placement_order(&p, &proj);
+        for n in [1, 2, 3] {
+            let s = search(&proj, &order, Coefficients::PAPER, n);
+            let found = s.run().unwrap();
+            let grid = (0..)
+                .map(|i| f64::from(i) * 5.0)
+                .take_while(|&r| r <= s.upper_bound())
+                .filter(|&r| s.pack_at(r).is_ok())
+                .fold(0.0, f64::max);
+            assert!((found.rate - grid).abs() <= 50.0, "{n}: {} vs {grid}", found.rate);
+            assert!(s.pack_at(found.rate).is_ok());
+        }
+    }
+
+    #[test]
+    fn cache_is_reused_within_tolerance_only() {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../pipelines/wc.toml");
+        let p = load(&path).unwrap();
+        let stats = ObservedStats::from_spec(&p, 1e5, 400.0);
+        let proj = Projection::new(&p, &stats, 1e5, 400.0, 1).unwrap();
+        let order = placement_order(&p, &proj);
+        let mut cache = LimitCache::default();
+        let s = search(&proj, &order, Coefficients::PAPER, 4);
+        let first = s.run_cached(&mut cache, 0.1).unwrap();
+        assert_eq!((cache.hits(), cache.rate()), (0, Some(first.rate)));
+        assert_eq!(s.run_cached(&mut cache, 0.1).unwrap(), first);
+        assert_eq!(cache.hits(), 1);
+        // 5 % more capacity: reused.
+        let near = Coefficients { capacity: 1.05 * 850_000.0, ..Coefficients::PAPER };
+        let again = search(&proj, &order, near, 4).run_cached(&mut cache, 0.1).unwrap();
+        assert_eq!((cache.hits(), again.rate), (2, first.rate));
+        // 20 % less β: searched again.
+        let far = Coefficients { beta: 220.0, ..Coefficients::PAPER };
+        search(&proj, &order, far, 4).run_cached(&mut cache, 0.1).unwrap();
+        assert_eq!(cache.hits(), 2);
+        // A different worker count: searched again.
+        search(&proj, &order, far, 8).run_cached(&mut cache, 0.1).unwrap();
+        assert_eq!(cache.hits(), 2);
+        cache.clear();
+        assert_eq!(cache.rate(), None);
+    }
+}
