@@ -6,6 +6,20 @@ pub enum PlanError {
     /// The target input rate is not a positive finite number.
     #[error("target rate {0} must be a finite number > 0 (requests per second)")]
     InvalidRate(f64),
+    /// A coefficient is negative or not finite, or the capacity is not positive.
+    #[error(
+        "invalid coefficients alpha {alpha}, beta {beta}, gamma {gamma}, W {capacity}: alpha, beta and gamma must be >= 0 and W > 0"
+    )]
+    InvalidCoefficients {
+        /// α.
+        alpha: f64,
+        /// β.
+        beta: f64,
+        /// γ.
+        gamma: f64,
+        /// W̄.
+        capacity: f64,
+    },
     /// A configuration value is out of range.
     #[error("invalid plan configuration: {0}")]
     InvalidConfig(String),

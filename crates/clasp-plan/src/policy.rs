@@ -53,7 +53,7 @@ impl Policy {
         input: &PlanInput<'_>,
         cache: &mut LimitCache,
     ) -> Result<Decision, PlanError> {
-        input.config.validate()?;
+        input.validate()?;
         match self {
             Self::Clasp => clasp(self, input, cache),
             Self::Static => keep(self, input),
@@ -118,6 +118,19 @@ impl PlanInput<'_> {
             self.config.default_exec_us,
             observed_slots,
         )
+    }
+
+    /// Checks the configuration and the coefficients.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        self.config.validate()?;
+        let c = self.coefficients;
+        let costs_ok = [c.alpha, c.beta, c.gamma].iter().all(|v| v.is_finite() && *v >= 0.0);
+        if costs_ok && c.capacity.is_finite() && c.capacity > 0.0 {
+            Ok(())
+        } else {
+            let Coefficients { alpha, beta, gamma, capacity } = c;
+            Err(PlanError::InvalidCoefficients { alpha, beta, gamma, capacity })
+        }
     }
 
     /// The per-worker budget W̄ · headroom.
@@ -424,6 +437,27 @@ mod tests {
         }
         let one = clasp_on_workers(Policy::Clasp, &inp, 1).unwrap();
         assert!(one.limited && one.workers == 1);
+    }
+
+    #[test]
+    fn invalid_coefficients_and_config_are_errors() {
+        let p = spec("wc.toml");
+        let stats = ObservedStats::from_spec(&p, 500.0, 400.0);
+        let cfg = PlanConfig::default();
+        for c in [
+            Coefficients { capacity: 0.0, ..Coefficients::PAPER },
+            Coefficients { beta: -1.0, ..Coefficients::PAPER },
+            Coefficients { gamma: f64::NAN, ..Coefficients::PAPER },
+        ] {
+            let inp = PlanInput { coefficients: c, ..input(&p, &stats, 500.0, &cfg) };
+            let e = Policy::Clasp.decide(&inp).unwrap_err();
+            assert!(matches!(e, PlanError::InvalidCoefficients { .. }), "{e}");
+        }
+        let bad = PlanConfig { max_workers: 0, ..PlanConfig::default() };
+        let e = Policy::Clasp.decide(&input(&p, &stats, 500.0, &bad)).unwrap_err();
+        assert!(matches!(e, PlanError::InvalidConfig(_)), "{e}");
+        let e = Policy::Static.decide(&input(&p, &stats, -1.0, &cfg)).unwrap_err();
+        assert_eq!(e, PlanError::InvalidRate(-1.0));
     }
 
     #[test]

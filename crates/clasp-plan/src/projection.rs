@@ -24,6 +24,8 @@ struct Observed {
     exec_us: f64,
     /// E_{o→o_s} at Λ, in output-port order, operator successors only.
     edges: Vec<Edge>,
+    /// Instances configured while observed.
+    instances: u32,
 }
 
 /// The pipeline's load at a target rate.
@@ -66,12 +68,7 @@ impl Projection {
             return Err(PlanError::NoThroughput(stats.throughput));
         }
         let observed = observe(p, stats, default_exec_us);
-        let recorded: u32 = p
-            .operators
-            .iter()
-            .filter_map(|o| stats.operators.iter().find(|s| s.name == o.name))
-            .map(|s| s.parallelism)
-            .sum();
+        let recorded: u32 = observed.iter().map(|o| o.instances).sum();
         let current = if recorded > 0 { recorded } else { fallback_instances };
         let mut proj = Self {
             observed_rate: stats.throughput,
@@ -196,6 +193,7 @@ fn observe(p: &Pipeline, stats: &ObservedStats, default_exec_us: f64) -> Vec<Obs
                 processed: seen.map_or(0.0, |s| s.processed_rate.max(0.0)),
                 exec_us: seen.map_or(default_exec_us, |s| s.exec_time_us.max(0.0)),
                 edges,
+                instances: seen.map_or(0, |s| s.parallelism),
             }
         })
         .collect()
