@@ -17,7 +17,8 @@
 //! and workers of one placement run different operator mixes, so their local, remote and
 //! fan-out rates differ widely, which is exactly the variation the regression needs. Differencing
 //! a worker against its own previous sample instead mostly yields deltas near zero (a worker's
-//! mix is constant between rescalings), which are skipped, so it learns far more slowly; it is
+//! mix is constant between rescalings), which are skipped, so it learns far more slowly in a
+//! steady run (on independently drawn synthetic observations the two converge alike); it is
 //! available as [`Differencing::PerWorker`] for clusters that are not quite homogeneous.
 
 use crate::error::PlanError;

@@ -107,6 +107,30 @@ proptest! {
         }
     }
 
+    /// CLASP's placement spread over a given worker count (the "-SP" ablations).
+    #[test]
+    fn spread_placements_use_at_most_n_workers_within_budget(c in case(), extra in 0u32..6) {
+        let (p, stats, cfg, own) = decide(&c);
+        let n = own.workers + extra;
+        let input = PlanInput {
+            pipeline: &p,
+            stats: &stats,
+            target_rate: own.requested_rate,
+            coefficients: c.coefficients,
+            config: &cfg,
+            current: None,
+        };
+        let d = clasp_plan::policy::clasp_on_workers(Policy::Clasp, &input, n).unwrap();
+        prop_assert!(d.placement.check(&p).is_ok());
+        prop_assert!(d.workers <= n);
+        // Where CLASP itself fits the target, more workers hold it too.
+        prop_assert!(own.limited || !d.limited);
+        let budget = cfg.headroom * c.coefficients.capacity;
+        for l in &d.loads {
+            prop_assert!(l.load <= budget * (1.0 + 1e-9), "{:?}", l);
+        }
+    }
+
     #[test]
     fn decisions_are_deterministic(c in case()) {
         let (_, _, _, a) = decide(&c);
