@@ -1,2 +1,41 @@
 //! clasp-plan: every decision clasp makes, as pure deterministic functions (no threads, no I/O),
 //! so that the runtime and the simulator call the very same code.
+//!
+//! The CLASP planning core, one module per concept of the paper (§4.2–4.3):
+//!
+//! | module | what | paper |
+//! |---|---|---|
+//! | [`config`] | planning parameters and their defaults | §5, DESIGN §7 |
+//! | [`capacity`] | worker load from observations; load under a placement | Eq. 1, Eq. 8 |
+//! | [`estimator`] | online α, β, γ (RLS) and W̄ (EMA) | Eq. 2–4 |
+//! | [`projection`] | observed rates projected to a target rate | Eq. 5–7 |
+//! | [`order`] | reverse-topological placement order | §4.3.2, Fig. 6 |
+//! | [`packing`] | next-fit packing with the chained-request cost | Eq. 8–9 |
+//! | [`limit`] | highest rate that fits the worker limit, cached | §4.3.2 |
+//! | [`parallelism`] | instances per operator and worker | Eq. 10–12 |
+//! | [`policy`] | the policies behind one interface | §4.3, §5 |
+//! | [`report`] | the stable JSON form of a decision | `docs/plan-json.md` |
+//! | [`synthetic`] | seeded random pipelines for benchmarks and tests | |
+
+pub mod capacity;
+pub mod config;
+pub mod error;
+pub mod estimator;
+pub mod limit;
+pub mod order;
+pub mod packing;
+pub mod parallelism;
+pub mod policy;
+pub mod projection;
+pub mod report;
+pub mod synthetic;
+
+pub use capacity::{WorkerLoad, placement_loads, worker_load};
+pub use config::{PackingVariant, PlanConfig};
+pub use error::PlanError;
+pub use estimator::{Estimator, EstimatorConfig, Observation, Outcome};
+pub use limit::LimitCache;
+pub use order::placement_order;
+pub use packing::{PackError, Packer};
+pub use policy::{Decision, PlanInput, Policy};
+pub use projection::Projection;

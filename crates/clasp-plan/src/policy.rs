@@ -1,0 +1,492 @@
+//! Scaling policies behind one interface: every policy turns the same observed statistics and
+//! target rate into a [`Decision`] (worker count, placement, parallelism, Eq. 8 loads).
+//!
+//! Adding a policy takes a variant in [`Policy`], its name in [`Policy::name`] and
+//! [`Policy::ALL`], and an arm in [`Policy::decide_cached`] that builds a placement and hands it
+//! to [`Decision::new`]; an "-SP" ablation (a baseline's worker count with CLASP's placement)
+//! is one call to [`clasp_on_workers`].
+
+use crate::capacity::{WorkerLoad, placement_loads};
+use crate::config::PlanConfig;
+use crate::error::PlanError;
+use crate::limit::{LimitCache, RateSearch};
+use crate::order::placement_order;
+use crate::packing::{PackError, Packer};
+use crate::parallelism;
+use crate::projection::Projection;
+use clasp_core::placement::Placement;
+use clasp_core::stats::{Coefficients, ObservedStats};
+use clasp_core::{OperatorId, Pipeline};
+use std::fmt;
+use std::str::FromStr;
+
+/// A scaling and placement policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// CLASP (§4.3): reverse-topological packing with the chained-request cost model.
+    Clasp,
+    /// Keep the current placement (everything on one worker if there is none); reports the
+    /// rate that placement sustains.
+    Static,
+}
+
+impl Policy {
+    /// Every policy, in the order they are listed to users.
+    pub const ALL: &'static [Policy] = &[Policy::Clasp, Policy::Static];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Clasp => "clasp",
+            Self::Static => "static",
+        }
+    }
+
+    /// Decides with a fresh worker-limit cache.
+    pub fn decide(self, input: &PlanInput<'_>) -> Result<Decision, PlanError> {
+        self.decide_cached(input, &mut LimitCache::default())
+    }
+
+    /// Decides, reusing (and updating) `cache` for the worker-limit search.
+    pub fn decide_cached(
+        self,
+        input: &PlanInput<'_>,
+        cache: &mut LimitCache,
+    ) -> Result<Decision, PlanError> {
+        input.validate()?;
+        match self {
+            Self::Clasp => clasp(self, input, cache),
+            Self::Static => keep(self, input),
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown policy name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown policy `{given}`; valid policies: {valid}")]
+pub struct UnknownPolicy {
+    /// What was given.
+    pub given: String,
+    /// The valid names, comma-separated.
+    pub valid: String,
+}
+
+impl FromStr for Policy {
+    type Err = UnknownPolicy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim().to_ascii_lowercase();
+        Self::ALL.iter().copied().find(|p| p.name() == wanted).ok_or_else(|| UnknownPolicy {
+            given: s.to_string(),
+            valid: Self::ALL.iter().map(|p| p.name()).collect::<Vec<_>>().join(", "),
+        })
+    }
+}
+
+/// Everything a policy decides from.
+#[derive(Clone, Copy, Debug)]
+pub struct PlanInput<'a> {
+    /// The pipeline.
+    pub pipeline: &'a Pipeline,
+    /// Observed (or spec-derived) statistics.
+    pub stats: &'a ObservedStats,
+    /// λ_p: the input rate to sustain (requests/s).
+    pub target_rate: f64,
+    /// α, β, γ and W̄.
+    pub coefficients: Coefficients,
+    /// Planning parameters (worker limit, headroom, ...).
+    pub config: &'a PlanConfig,
+    /// The placement currently running, if any.
+    pub current: Option<&'a Placement>,
+}
+
+impl PlanInput<'_> {
+    /// The statistics projected to the target rate (Eq. 5–7). Statistics that record no
+    /// parallelism are taken to have used every slot of the workers they were observed on.
+    pub fn projection(&self) -> Result<Projection, PlanError> {
+        let observed_slots = self.config.slots_per_worker * self.stats.workers_used.max(1);
+        Projection::new(
+            self.pipeline,
+            self.stats,
+            self.target_rate,
+            self.config.default_exec_us,
+            observed_slots,
+        )
+    }
+
+    /// Checks the configuration and the coefficients.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        self.config.validate()?;
+        let c = self.coefficients;
+        let costs_ok = [c.alpha, c.beta, c.gamma].iter().all(|v| v.is_finite() && *v >= 0.0);
+        if costs_ok && c.capacity.is_finite() && c.capacity > 0.0 {
+            Ok(())
+        } else {
+            let Coefficients { alpha, beta, gamma, capacity } = c;
+            Err(PlanError::InvalidCoefficients { alpha, beta, gamma, capacity })
+        }
+    }
+
+    /// The per-worker budget W̄ · headroom.
+    pub fn budget(&self) -> f64 {
+        self.config.budget(self.coefficients.capacity)
+    }
+
+    /// A packer over `proj` in `order` with this input's coefficients and budget.
+    pub fn packer<'p>(&self, proj: &'p Projection, order: &'p [OperatorId]) -> Packer<'p> {
+        Packer {
+            projection: proj,
+            order,
+            coefficients: self.coefficients,
+            budget: self.budget(),
+            variant: self.config.packing,
+        }
+    }
+}
+
+/// A policy's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    /// The policy that decided.
+    pub policy: Policy,
+    /// Workers used.
+    pub workers: u32,
+    /// The rate asked for (requests/s).
+    pub requested_rate: f64,
+    /// The rate the placement sustains: the requested rate, or less when `limited`.
+    pub target_rate: f64,
+    /// Whether the requested rate does not fit in the available workers.
+    pub limited: bool,
+    /// s = target_rate / Λ (Eq. 5).
+    pub scale: f64,
+    /// Placement order (operators), for policies that have one.
+    pub order: Vec<OperatorId>,
+    /// Shares, fractions and instances per operator, at `target_rate`.
+    pub placement: Placement,
+    /// Eq. 8 load of every worker at `target_rate`.
+    pub loads: Vec<WorkerLoad>,
+}
+
+impl Decision {
+    /// Completes a decision from a placement made at projection `proj` (whose rate is the one
+    /// the placement sustains): computes the Eq. 8 loads. Instances are taken as they are.
+    pub fn new(
+        policy: Policy,
+        input: &PlanInput<'_>,
+        proj: &Projection,
+        order: Vec<OperatorId>,
+        placement: Placement,
+    ) -> Self {
+        let loads = placement_loads(proj, &placement, &input.coefficients, input.budget());
+        Self {
+            policy,
+            workers: placement.workers,
+            requested_rate: input.target_rate,
+            target_rate: proj.target_rate,
+            limited: proj.target_rate < input.target_rate,
+            scale: proj.scale,
+            order,
+            placement,
+            loads,
+        }
+    }
+
+    /// The largest Eq. 8 load over workers.
+    pub fn max_load(&self) -> f64 {
+        self.loads.iter().map(|l| l.load).fold(0.0, f64::max)
+    }
+}
+
+/// CLASP: pack at the target rate within the worker limit; if it does not fit, the highest
+/// rate that does (binary search, cached); then parallelism by Eq. 10–11.
+fn clasp(
+    policy: Policy,
+    input: &PlanInput<'_>,
+    cache: &mut LimitCache,
+) -> Result<Decision, PlanError> {
+    let proj = input.projection()?;
+    let order = placement_order(input.pipeline, &proj);
+    let max = input.config.max_workers;
+    match input.packer(&proj, &order).pack(max) {
+        Ok(placement) => Ok(finish(policy, input, &proj, order, placement)),
+        Err(PackError::BadOrder) => Err(PackError::BadOrder.into()),
+        Err(_) => {
+            let search = rate_search(input, &proj, &order, max);
+            let found = search.run_cached(cache, input.config.cache_tolerance)?;
+            Ok(finish(policy, input, &found.projection, order, found.placement))
+        }
+    }
+}
+
+/// CLASP's placement over exactly `workers` workers ([`Packer::pack_into`]), for the "-SP"
+/// ablations that take the worker count from a baseline. When `workers` cannot hold the
+/// target rate, the highest rate they hold (uncached: the count is the baseline's, not the
+/// cluster's limit).
+pub fn clasp_on_workers(
+    policy: Policy,
+    input: &PlanInput<'_>,
+    workers: u32,
+) -> Result<Decision, PlanError> {
+    let proj = input.projection()?;
+    let order = placement_order(input.pipeline, &proj);
+    let workers = workers.max(1);
+    match input.packer(&proj, &order).pack_into(workers) {
+        Ok(placement) => Ok(finish(policy, input, &proj, order, placement)),
+        Err(PackError::BadOrder) => Err(PackError::BadOrder.into()),
+        Err(_) => {
+            let found = rate_search(input, &proj, &order, workers).run()?;
+            Ok(finish(policy, input, &found.projection, order, found.placement))
+        }
+    }
+}
+
+fn rate_search<'a>(
+    input: &PlanInput<'_>,
+    proj: &'a Projection,
+    order: &'a [OperatorId],
+    max_workers: u32,
+) -> RateSearch<'a> {
+    RateSearch {
+        projection: proj,
+        order,
+        coefficients: input.coefficients,
+        budget: input.budget(),
+        variant: input.config.packing,
+        max_workers,
+        tolerance: input.config.rate_tolerance,
+    }
+}
+
+/// Parallelism (Eq. 10–11) and loads for a CLASP placement.
+fn finish(
+    policy: Policy,
+    input: &PlanInput<'_>,
+    proj: &Projection,
+    order: Vec<OperatorId>,
+    mut placement: Placement,
+) -> Decision {
+    parallelism::assign(&mut placement, proj);
+    Decision::new(policy, input, proj, order, placement)
+}
+
+/// Static: the current placement (or one worker running Eq. 12's allocation), at the highest
+/// rate up to the target that it sustains.
+fn keep(policy: Policy, input: &PlanInput<'_>) -> Result<Decision, PlanError> {
+    let proj = input.projection()?;
+    let order = placement_order(input.pipeline, &proj);
+    let base = match input.current {
+        Some(current) => {
+            current.check(input.pipeline).map_err(PlanError::PlacementMismatch)?;
+            current.clone()
+        }
+        None => {
+            let slots = input.config.slots_per_worker;
+            let instances = parallelism::initial_allocation(&proj.observed_demand(), slots);
+            Placement::single_worker(input.pipeline, &instances)
+        }
+    };
+    let at_target = reshare(base, &proj);
+    let rate = sustained_rate(input, &proj, &at_target);
+    let proj = proj.at_rate(rate);
+    let placement = reshare(at_target, &proj);
+    Ok(Decision::new(policy, input, &proj, order, placement))
+}
+
+/// The placement's fractions applied to the demands of `proj`: φ_{o,w} = σ_o(w)·D̃_o.
+fn reshare(mut placement: Placement, proj: &Projection) -> Placement {
+    for op in &mut placement.operators {
+        op.demand = proj.demand[op.operator.index()];
+        for s in &mut op.shares {
+            s.share = s.fraction * op.demand;
+        }
+    }
+    placement
+}
+
+/// The highest rate ≤ the target at which every worker's Eq. 8 load is within budget. With
+/// fractions fixed, L_w(λ) = a_w·λ + γ·δ_w (only the fan-out term does not scale with the
+/// rate), so each worker's limit is (budget − γ δ_w)/a_w in closed form.
+fn sustained_rate(input: &PlanInput<'_>, proj: &Projection, placement: &Placement) -> f64 {
+    let budget = input.budget();
+    let loads = placement_loads(proj, placement, &input.coefficients, budget);
+    let limit = |l: &WorkerLoad| {
+        let fixed = input.coefficients.gamma * f64::from(l.remote_destinations);
+        let per_rate = (l.load - fixed) / proj.target_rate;
+        if fixed > budget {
+            0.0
+        } else if per_rate > 0.0 {
+            (budget - fixed) / per_rate
+        } else {
+            f64::INFINITY
+        }
+    };
+    loads.iter().map(limit).fold(proj.target_rate, f64::min)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::PlanReport;
+    use clasp_core::spec::load;
+    use std::path::PathBuf;
+
+    fn spec(name: &str) -> Pipeline {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../pipelines").join(name);
+        load(&path).unwrap()
+    }
+
+    fn input<'a>(
+        p: &'a Pipeline,
+        stats: &'a ObservedStats,
+        rate: f64,
+        config: &'a PlanConfig,
+    ) -> PlanInput<'a> {
+        PlanInput {
+            pipeline: p,
+            stats,
+            target_rate: rate,
+            coefficients: Coefficients::PAPER,
+            config,
+            current: None,
+        }
+    }
+
+    /// WC per input line: split 400 µs, 10 words × count 400 µs, 10 local calls × α.
+    const WC_COST: f64 = 400.0 + 10.0 * 400.0 + 10.0 * 38.5;
+    const BUDGET: f64 = 0.9 * 850_000.0;
+
+    #[test]
+    fn names_parse_with_a_clear_error() {
+        assert_eq!("clasp".parse::<Policy>(), Ok(Policy::Clasp));
+        assert_eq!(" Static ".parse::<Policy>(), Ok(Policy::Static));
+        let e = "fifo".parse::<Policy>().unwrap_err().to_string();
+        assert_eq!(e, "unknown policy `fifo`; valid policies: clasp, static");
+        for p in Policy::ALL {
+            assert_eq!(p.to_string().parse::<Policy>(), Ok(*p));
+        }
+    }
+
+    #[test]
+    fn static_on_one_worker_sustains_budget_over_cost() {
+        let p = spec("wc.toml");
+        let stats = ObservedStats::from_spec(&p, 1000.0, 400.0);
+        let cfg = PlanConfig::default();
+        let d = Policy::Static.decide(&input(&p, &stats, 1000.0, &cfg)).unwrap();
+        let exact = BUDGET / WC_COST;
+        assert!((d.target_rate - exact).abs() < 1e-9 * exact, "{} vs {exact}", d.target_rate);
+        assert!(d.limited);
+        assert_eq!((d.workers, d.requested_rate), (1, 1000.0));
+        assert!((d.loads[0].load - BUDGET).abs() < 1e-6);
+        // Eq. 12: 10 slots split 400 : 4,000 → 1 : 9.
+        let inst: Vec<u32> = d.placement.operators.iter().map(|o| o.shares[0].instances).collect();
+        assert_eq!(inst, [1, 9]);
+    }
+
+    #[test]
+    fn clasp_fits_within_budget_and_static_keeps_it() {
+        let p = spec("wc.toml");
+        let stats = ObservedStats::from_spec(&p, 500.0, 400.0);
+        let cfg = PlanConfig::default();
+        let d = Policy::Clasp.decide(&input(&p, &stats, 500.0, &cfg)).unwrap();
+        assert!(!d.limited);
+        assert_eq!(d.target_rate, 500.0);
+        // Lower bound: the execution demand alone, 500 · 4,400 µs, over the budget.
+        assert!(d.workers >= (500.0 * 4_400.0 / BUDGET).ceil() as u32);
+        assert!(d.loads.iter().all(|l| l.load <= BUDGET * (1.0 + 1e-9)));
+        let mut keep = input(&p, &stats, 500.0, &cfg);
+        keep.current = Some(&d.placement);
+        let s = Policy::Static.decide(&keep).unwrap();
+        assert_eq!((s.workers, s.target_rate, s.limited), (d.workers, 500.0, false));
+        assert_eq!(s.placement, d.placement);
+    }
+
+    #[test]
+    fn clasp_at_the_worker_limit_finds_the_highest_rate() {
+        let p = spec("wc.toml");
+        let stats = ObservedStats::from_spec(&p, 1e6, 400.0);
+        let cfg = PlanConfig { max_workers: 4, ..PlanConfig::default() };
+        let mut cache = LimitCache::default();
+        let inp = input(&p, &stats, 1e6, &cfg);
+        let d = Policy::Clasp.decide_cached(&inp, &mut cache).unwrap();
+        assert!(d.limited && d.workers <= 4 && d.target_rate < 1e6);
+        // 50 requests/s more does not fit (the search's tolerance).
+        let proj = inp.projection().unwrap().at_rate(d.target_rate + cfg.rate_tolerance);
+        assert!(inp.packer(&proj, &d.order).pack(4).is_err());
+        assert_eq!(Policy::Clasp.decide_cached(&inp, &mut cache).unwrap(), d);
+        assert_eq!(cache.hits(), 1);
+    }
+
+    #[test]
+    fn sp_spreads_over_the_given_workers() {
+        let p = spec("wc.toml");
+        let stats = ObservedStats::from_spec(&p, 500.0, 400.0);
+        let cfg = PlanConfig::default();
+        let inp = input(&p, &stats, 500.0, &cfg);
+        let own = Policy::Clasp.decide(&inp).unwrap().workers;
+        for n in own..=cfg.max_workers {
+            let d = clasp_on_workers(Policy::Clasp, &inp, n).unwrap();
+            assert_eq!(d.workers, n);
+            assert!(!d.limited);
+            assert!(d.loads.iter().all(|l| l.load <= BUDGET * (1.0 + 1e-9)));
+        }
+        let one = clasp_on_workers(Policy::Clasp, &inp, 1).unwrap();
+        assert!(one.limited && one.workers == 1);
+    }
+
+    #[test]
+    fn invalid_coefficients_and_config_are_errors() {
+        let p = spec("wc.toml");
+        let stats = ObservedStats::from_spec(&p, 500.0, 400.0);
+        let cfg = PlanConfig::default();
+        for c in [
+            Coefficients { capacity: 0.0, ..Coefficients::PAPER },
+            Coefficients { beta: -1.0, ..Coefficients::PAPER },
+            Coefficients { gamma: f64::NAN, ..Coefficients::PAPER },
+        ] {
+            let inp = PlanInput { coefficients: c, ..input(&p, &stats, 500.0, &cfg) };
+            let e = Policy::Clasp.decide(&inp).unwrap_err();
+            assert!(matches!(e, PlanError::InvalidCoefficients { .. }), "{e}");
+        }
+        let bad = PlanConfig { max_workers: 0, ..PlanConfig::default() };
+        let e = Policy::Clasp.decide(&input(&p, &stats, 500.0, &bad)).unwrap_err();
+        assert!(matches!(e, PlanError::InvalidConfig(_)), "{e}");
+        let e = Policy::Static.decide(&input(&p, &stats, -1.0, &cfg)).unwrap_err();
+        assert_eq!(e, PlanError::InvalidRate(-1.0));
+    }
+
+    #[test]
+    fn a_wrong_current_placement_is_rejected() {
+        let p = spec("wc.toml");
+        let stats = ObservedStats::from_spec(&p, 500.0, 400.0);
+        let cfg = PlanConfig::default();
+        let wrong = Placement::single_worker(&spec("fig6.toml"), &[]);
+        let mut inp = input(&p, &stats, 500.0, &cfg);
+        inp.current = Some(&wrong);
+        let e = Policy::Static.decide(&inp).unwrap_err();
+        assert!(matches!(e, PlanError::PlacementMismatch(_)), "{e}");
+    }
+
+    #[test]
+    fn same_inputs_give_byte_identical_json() {
+        let p = spec("nwm.toml");
+        let cfg = PlanConfig::default();
+        let json = || {
+            let stats = crate::projection::spec_observation(&p, 3000.0, &cfg, &Coefficients::PAPER);
+            let d = Policy::Clasp.decide(&input(&p, &stats, 3000.0, &cfg)).unwrap();
+            PlanReport::new(&d, &p, &Coefficients::PAPER, &cfg).to_json()
+        };
+        let a = json();
+        assert_eq!(a, json());
+        let v: serde_json::Value = serde_json::from_str(&a).unwrap();
+        for key in ["workers", "order", "placement", "load", "policy", "coefficients"] {
+            assert!(v.get(key).is_some(), "missing {key}");
+        }
+        assert_eq!(v["order"].as_array().unwrap().len(), p.operators.len());
+    }
+}
