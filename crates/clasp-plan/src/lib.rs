@@ -1,2 +1,9 @@
 //! clasp-plan: every decision clasp makes, as pure deterministic functions (no threads, no I/O),
 //! so that the runtime and the simulator call the very same code.
+
+pub mod baselines;
+pub mod keys;
+pub mod migration;
+
+#[cfg(test)]
+mod testing;
