@@ -148,7 +148,9 @@ pub fn remap_workers(previous: &Placement, new: Placement) -> Placement {
     let mut new = new;
     for op in &mut new.operators {
         for s in &mut op.shares {
-            s.worker = WorkerId::from(label[s.worker.index()]);
+            // A worker beyond `new.workers` fails `Placement::check`; it keeps its label.
+            s.worker =
+                WorkerId::from(label.get(s.worker.index()).copied().unwrap_or(s.worker.index()));
         }
     }
     new

@@ -87,24 +87,32 @@ fn selectivity(
     }
 }
 
-/// Instances of every operator: ⌈target rate / true rate⌉, at least 1.
-pub fn parallelism(p: &Pipeline, stats: &ObservedStats, target_rate: f64) -> Vec<u32> {
+/// Instances of every operator: ⌈target rate / true rate⌉, at least 1 and at most every
+/// slot of the largest cluster allowed (`max_workers × slots`; more could not run at once,
+/// and an unreachable target rate must not ask for billions).
+pub fn parallelism(
+    p: &Pipeline,
+    stats: &ObservedStats,
+    target_rate: f64,
+    cfg: &Config,
+) -> Vec<u32> {
     let observed = Observed::new(p, stats, target_rate);
+    let cap = cfg.max_workers.max(1).saturating_mul(cfg.slots.max(1));
     target_rates(p, stats, target_rate)
         .iter()
         .zip(&observed.exec_us)
-        .map(|(target, exec)| instances_for(*target / true_rate(*exec)))
+        .map(|(target, exec)| instances_for(*target / true_rate(*exec), cap))
         .collect()
 }
 
-/// ⌈x⌉ ≥ 1, forgiving the last bits of float error on whole numbers.
-fn instances_for(x: f64) -> u32 {
-    if x.is_finite() && x > 1.0 { (x - 1e-9).ceil().min(f64::from(u32::MAX)) as u32 } else { 1 }
+/// ⌈x⌉ within `1..=cap`, forgiving the last bits of float error on whole numbers.
+fn instances_for(x: f64, cap: u32) -> u32 {
+    if x.is_finite() && x > 1.0 { (x - 1e-9).ceil().min(f64::from(cap.max(1))) as u32 } else { 1 }
 }
 
 /// ⌈Σ_o P_o / slots⌉ workers, within `1..=max_workers`.
 pub fn worker_count(p: &Pipeline, stats: &ObservedStats, target_rate: f64, cfg: &Config) -> u32 {
-    let total: f64 = parallelism(p, stats, target_rate).iter().map(|&x| f64::from(x)).sum();
+    let total: f64 = parallelism(p, stats, target_rate, cfg).iter().map(|&x| f64::from(x)).sum();
     clamp_workers(total / f64::from(cfg.slots.max(1)), cfg.max_workers)
 }
 
@@ -114,11 +122,11 @@ pub fn place(
     stats: &ObservedStats,
     target_rate: f64,
     workers: u32,
-    _cfg: &Config,
+    cfg: &Config,
 ) -> Placement {
     let workers = workers.max(1);
     let observed = Observed::new(p, stats, target_rate);
-    let instances = parallelism(p, stats, target_rate);
+    let instances = parallelism(p, stats, target_rate, cfg);
     let total: u64 = instances.iter().map(|&x| u64::from(x)).sum();
     let mut slices = vec![Vec::new(); p.operators.len()];
     let mut next = 0u64;
@@ -221,7 +229,9 @@ to = "d"
         let t = target_rates(&p, &stats, 2500.0);
         assert_eq!(t, [2500.0, 7500.0, 2500.0, 6250.0]);
         // True rates 10⁶/τ: a 1000, b 2000, c 4000, d 10000 → ⌈2.5⌉, ⌈3.75⌉, ⌈0.625⌉, ⌈0.625⌉.
-        assert_eq!(parallelism(&p, &stats, 2500.0), [3, 4, 1, 1]);
+        assert_eq!(parallelism(&p, &stats, 2500.0, &Config::default()), [3, 4, 1, 1]);
+        // An unreachable rate asks for every slot of the largest cluster, no more.
+        assert_eq!(parallelism(&p, &stats, 2e9, &Config::default()), [100; 4]);
         let cfg = Config { slots: 2, max_workers: 10 };
         assert_eq!(worker_count(&p, &stats, 2500.0, &cfg), 5); // ⌈9 / 2⌉
         assert_eq!(worker_count(&p, &stats, 2500.0, &Config::default()), 1);
@@ -232,9 +242,10 @@ to = "d"
         // DS2 is linear: observing at 10× the rate gives the same plan for the same target.
         let p = pipeline(DIAMOND);
         for target in [50.0, 900.0, 4321.0] {
+            let cfg = Config::default();
             assert_eq!(
-                parallelism(&p, &diamond_stats(1.0), target),
-                parallelism(&p, &diamond_stats(10.0), target)
+                parallelism(&p, &diamond_stats(1.0), target, &cfg),
+                parallelism(&p, &diamond_stats(10.0), target, &cfg)
             );
         }
     }

@@ -29,7 +29,7 @@ use clasp_core::placement::Placement;
 use clasp_core::stats::ObservedStats;
 use clasp_core::{OperatorId, Pipeline, WorkerId};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// FaaSFlow's settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -94,14 +94,13 @@ pub fn merge_groups(
     slots: u32,
 ) -> Vec<(Vec<OperatorId>, u32)> {
     let n = p.operators.len();
-    let mut edges: Vec<(f64, OperatorId, OperatorId)> = Vec::new();
-    for q in p.operators.iter().map(|o| o.id) {
-        for o in p.successors(q) {
-            if !edges.iter().any(|e| e.1 == q && e.2 == o) {
-                edges.push((finite_non_negative(stats.edge_rate(p, q, o)), q, o));
-            }
-        }
-    }
+    // One entry per operator pair, however many streams join them (edge_rate sums them).
+    let pairs: BTreeSet<(OperatorId, OperatorId)> =
+        p.operators.iter().flat_map(|q| p.successors(q.id).map(move |o| (q.id, o))).collect();
+    let mut edges: Vec<(f64, OperatorId, OperatorId)> = pairs
+        .into_iter()
+        .map(|(q, o)| (finite_non_negative(stats.edge_rate(p, q, o)), q, o))
+        .collect();
     edges.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     let mut root: Vec<usize> = (0..n).collect();
     let mut size: Vec<u32> = units.to_vec();
@@ -187,21 +186,11 @@ pub fn place(
     let units = operator_units(p, stats, target_rate, workers, cfg);
     let groups = merge_groups(p, stats, &units, slots);
     let mut landing = pack(&groups, workers, slots);
-    let mut spread = vec![false; groups.len()];
-    let idle: Vec<WorkerId> =
-        (0..workers).map(WorkerId).filter(|w| landing.iter().all(|l| !l.contains_key(w))).collect();
-    if !idle.is_empty() {
-        let largest =
-            (0..groups.len()).max_by(|&a, &b| groups[a].1.cmp(&groups[b].1).then(b.cmp(&a)));
-        if let Some(g) = largest {
-            landing[g].extend(idle.iter().map(|w| (*w, 0)));
-            spread[g] = true;
-        }
-    }
+    let spread = join_idle(&groups, &mut landing, workers);
     let mut slices = vec![Vec::new(); p.operators.len()];
     for (g, (ops, _)) in groups.iter().enumerate() {
         for &o in ops {
-            slices[o.index()] = if spread[g] {
+            slices[o.index()] = if spread == Some(g) {
                 even_slices(&landing[g], units[o.index()])
             } else {
                 group_slices(&landing[g], units[o.index()])
@@ -209,6 +198,24 @@ pub fn place(
         }
     }
     build_placement(p, &Observed::new(p, stats, target_rate), workers, slices)
+}
+
+/// Adds the workers no group landed on to the largest group (the lower index among equals)
+/// and returns that group, to be split evenly; `None` when no worker is idle.
+fn join_idle(
+    groups: &[(Vec<OperatorId>, u32)],
+    landing: &mut Landing,
+    workers: u32,
+) -> Option<usize> {
+    let idle: Vec<WorkerId> =
+        (0..workers).map(WorkerId).filter(|w| landing.iter().all(|l| !l.contains_key(w))).collect();
+    if idle.is_empty() {
+        return None;
+    }
+    let largest =
+        (0..groups.len()).max_by(|&a, &b| groups[a].1.cmp(&groups[b].1).then(b.cmp(&a)))?;
+    landing[largest].extend(idle.into_iter().map(|w| (w, 0)));
+    Some(largest)
 }
 
 /// An operator of a group that was packed as it is. A group on one worker runs there whole;
@@ -397,22 +404,27 @@ to = "c"
     }
 
     #[test]
-    fn slots_are_never_overcommitted_when_the_pieces_fit() {
+    fn no_worker_runs_more_units_than_slots() {
         let p = pipeline(CHAIN);
-        let stats = chain_stats(50.0, 40.0, Some(300.0));
-        for rate in [100.0, 700.0, 1500.0, 2900.0] {
-            let cfg = Config::default();
-            let w = worker_count(&p, &stats, rate, &cfg);
-            let placement = place(&p, &stats, rate, w, &cfg);
-            for worker in 0..w {
-                let used: u32 = placement
-                    .operators
-                    .iter()
-                    .flat_map(|o| &o.shares)
-                    .filter(|s| s.worker.0 == worker)
-                    .map(|s| s.instances)
-                    .sum();
-                assert!(used <= cfg.slots, "worker {worker} runs {used} instances at {rate}/s");
+        let cfg = Config::default();
+        // Uneven sizes (e.g. 17 + 17 + 16 units on 5 workers) leave pieces that fit no single
+        // worker; they are split instead of over-committing one.
+        for (ab, bc, per_worker) in [(50.0, 40.0, 300.0), (5.0, 900.0, 170.0), (1.0, 1.0, 90.0)] {
+            let stats = chain_stats(ab, bc, Some(per_worker));
+            for rate in (1..60).map(|i| f64::from(i) * 50.0) {
+                let w = worker_count(&p, &stats, rate, &cfg);
+                let placement = place(&p, &stats, rate, w, &cfg);
+                assert!(placement.check(&p).is_ok());
+                for worker in 0..w {
+                    let used: u32 = placement
+                        .operators
+                        .iter()
+                        .flat_map(|o| &o.shares)
+                        .filter(|s| s.worker.0 == worker)
+                        .map(|s| s.instances)
+                        .sum();
+                    assert!(used <= cfg.slots, "worker {worker} runs {used} units at {rate}/s");
+                }
             }
         }
     }

@@ -8,8 +8,8 @@
 //!   observations `[p, r]` by least squares: k on a grid of log-spaced values, b in closed
 //!   form for each k and clamped. With too few observations a prior is used.
 //! - **Parallelism**: the smallest p with p·c·(1 − r(p))·headroom ≥ the operator's projected
-//!   rate, c = 10⁶ / t_e requests per second per instance. The overhead term makes it ask for
-//!   more instances the more it already runs.
+//!   rate, c = 10⁶ / t_e requests per second per instance, at most the slots of the largest
+//!   cluster allowed. The overhead term makes it ask for more instances the more it runs.
 //! - **Worker count**: the slots those instances need, ⌈Σ_o P_o / slots⌉, up to the maximum;
 //!   because of the overhead term it reaches the maximum well before the cluster is busy.
 //! - **Placement**: operators in topological order, each instance to the worker with the best
@@ -131,7 +131,15 @@ pub fn fit(samples: &[[f64; 2]], cfg: &Config) -> OverheadModel {
     best.map_or(OverheadModel { k: cfg.prior_k, b: cfg.prior_b }, |(_, m)| m)
 }
 
-/// The smallest p ≥ 1 with p·c·(1 − r(p))·headroom ≥ `rate`, c = 10⁶ / `exec_us`.
+/// Most instances of one operator: every slot of the largest cluster the policy may use.
+/// More could not run at once, and the cap keeps an unreachable target rate (an unthrottled
+/// source) from asking for billions.
+pub fn max_instances(cfg: &Config) -> u32 {
+    cfg.max_workers.max(1).saturating_mul(cfg.slots.max(1))
+}
+
+/// The smallest p ≥ 1 with p·c·(1 − r(p))·headroom ≥ `rate`, c = 10⁶ / `exec_us`, at most
+/// [`max_instances`].
 ///
 /// Since 1 − r(p) ≥ 1 − b, p = ⌈rate / (c·(1 − b)·headroom)⌉ always qualifies, which bounds
 /// the search; the product is not monotone in p for b near 1, hence a scan from 1.
@@ -143,7 +151,8 @@ pub fn instances_for(rate: f64, exec_us: f64, model: &OverheadModel, cfg: &Confi
     }
     let c = 1e6 / exec_us;
     let floor = (1.0 - model.b).max(1e-6);
-    let bound = (rate / (c * floor * headroom)).ceil().clamp(1.0, f64::from(u32::MAX)) as u32;
+    let cap = f64::from(max_instances(cfg));
+    let bound = (rate / (c * floor * headroom)).ceil().clamp(1.0, cap) as u32;
     (1..bound)
         .find(|&p| {
             let p = f64::from(p);
@@ -366,8 +375,11 @@ to = "b"
         let prior = OverheadModel { k: 0.155, b: 0.335 };
         assert_eq!(instances_for(2000.0, 1000.0, &prior, &cfg), 3);
         // At high parallelism the rate per instance tends to c(1 − b)·0.9 = 598.5/s.
-        let p = instances_for(1e6, 1000.0, &prior, &cfg);
+        let big = Config { max_workers: 1000, ..Config::default() };
+        let p = instances_for(1e6, 1000.0, &prior, &big);
         assert_eq!(p, (1e6_f64 / 598.5).ceil() as u32);
+        // An unreachable rate asks for every slot of the largest cluster, no more.
+        assert_eq!(instances_for(2e7, 1000.0, &prior, &cfg), 100);
     }
 
     #[test]
