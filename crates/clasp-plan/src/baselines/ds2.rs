@@ -278,4 +278,26 @@ to = "d"
         // Demand is the projected N·τ: b at 7500/s × 500 µs.
         assert_eq!(placement.operators[1].demand, 3_750_000.0);
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 200, rng_seed: proptest::test_runner::RngSeed::Fixed(9), ..proptest::prelude::ProptestConfig::default() })]
+
+        /// On consistent observations (every edge rate = producer rate × selectivity, every
+        /// processed rate = the sum of its inputs) propagation is the same as scaling every
+        /// observed rate by λ_p / Λ.
+        #[test]
+        fn propagation_equals_projection_on_consistent_rates(
+            seed in proptest::prelude::any::<u64>(), ops in 1usize..10, target in 1.0f64..50_000.0,
+        ) {
+            let mut rng = clasp_core::rng::SplitMix64::new(seed);
+            let p = crate::testing::random_pipeline(&mut rng, ops, 0.3);
+            let stats = ObservedStats::from_spec(&p, target, 100.0);
+            let s = target / stats.throughput;
+            let t = target_rates(&p, &stats, target);
+            for (o, got) in stats.operators.iter().zip(&t) {
+                let want = s * o.processed_rate;
+                proptest::prop_assert!((got - want).abs() <= 1e-9 * want.max(1.0), "{} {}", got, want);
+            }
+        }
+    }
 }

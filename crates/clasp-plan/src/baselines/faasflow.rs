@@ -428,4 +428,41 @@ to = "c"
             }
         }
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 200, rng_seed: proptest::test_runner::RngSeed::Fixed(13), ..proptest::prelude::ProptestConfig::default() })]
+
+        /// Units split exactly, groups fit a worker unless a single operator, and every unit
+        /// lands on a worker within its slots.
+        #[test]
+        fn sizes_groups_and_packing_are_consistent(
+            seed in proptest::prelude::any::<u64>(), ops in 1usize..10, workers in 1u32..8,
+            rate in 1.0f64..30_000.0,
+        ) {
+            let mut rng = clasp_core::rng::SplitMix64::new(seed);
+            let p = crate::testing::random_pipeline(&mut rng, ops, 0.3);
+            let stats = crate::testing::random_stats(&mut rng, &p);
+            let cfg = Config::default();
+            let units = operator_units(&p, &stats, rate, workers, &cfg);
+            let total: u32 = units.iter().sum();
+            proptest::prop_assert!(total <= workers * cfg.slots);
+            let groups = merge_groups(&p, &stats, &units, cfg.slots);
+            let mut seen: Vec<OperatorId> = groups.iter().flat_map(|g| g.0.clone()).collect();
+            seen.sort();
+            proptest::prop_assert_eq!(seen, p.operators.iter().map(|o| o.id).collect::<Vec<_>>());
+            for (ops, size) in &groups {
+                proptest::prop_assert_eq!(*size, ops.iter().map(|o| units[o.index()]).sum::<u32>());
+                proptest::prop_assert!(*size <= cfg.slots || ops.len() == 1);
+            }
+            let landing = pack(&groups, workers, cfg.slots);
+            let mut used = vec![0u32; workers as usize];
+            for ((_, size), l) in groups.iter().zip(&landing) {
+                proptest::prop_assert_eq!(l.values().sum::<u32>(), *size);
+                for (w, u) in l {
+                    used[w.index()] += u;
+                }
+            }
+            proptest::prop_assert!(used.iter().all(|u| *u <= cfg.slots), "{:?}", used);
+        }
+    }
 }

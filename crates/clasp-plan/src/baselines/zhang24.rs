@@ -450,4 +450,25 @@ to = "b"
         assert_eq!(per_worker.iter().sum::<u32>(), total);
         assert!(per_worker[0].abs_diff(per_worker[1]) <= 1, "{per_worker:?}");
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 300, rng_seed: proptest::test_runner::RngSeed::Fixed(5), ..proptest::prelude::ProptestConfig::default() })]
+
+        /// The parallelism is the smallest qualifying p, checked by scanning every smaller p.
+        #[test]
+        fn parallelism_is_the_smallest_sufficient(
+            rate in 0.0f64..200_000.0, exec in 1.0f64..5000.0, k in 0.01f64..5.0, b in 0.0f64..0.95,
+        ) {
+            let cfg = Config::default();
+            let model = OverheadModel { k, b };
+            let p = instances_for(rate, exec, &model, &cfg);
+            let enough = |q: u32| {
+                let q = f64::from(q);
+                q * (1e6 / exec) * (1.0 - b * (1.0 - (-k * q).exp())) * 0.9 >= rate
+            };
+            proptest::prop_assert!(p >= 1 && p <= max_instances(&cfg));
+            proptest::prop_assert!(enough(p) || p == max_instances(&cfg));
+            proptest::prop_assert!((1..p).all(|q| !enough(q)));
+        }
+    }
 }
