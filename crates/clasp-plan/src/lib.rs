@@ -14,14 +14,20 @@
 //! | [`limit`] | highest rate that fits the worker limit, cached | §4.3.2 |
 //! | [`parallelism`] | instances per operator and worker | Eq. 10–12 |
 //! | [`policy`] | the policies behind one interface | §4.3, §5 |
+//! | [`baselines`] | FaaSFlow, Zhang24 and DS2 worker counts and placements | §5, DESIGN §7 |
+//! | [`keys`] | key groups shared by worker fractions, minimal movement; worker remapping | §4.4 |
+//! | [`migration`] | the migration plan between two placements | §4.4, Fig. 7 |
 //! | [`report`] | the stable JSON form of a decision | `docs/plan-json.md` |
 //! | [`synthetic`] | seeded random pipelines for benchmarks and tests | |
 
+pub mod baselines;
 pub mod capacity;
 pub mod config;
 pub mod error;
 pub mod estimator;
+pub mod keys;
 pub mod limit;
+pub mod migration;
 pub mod order;
 pub mod packing;
 pub mod parallelism;
@@ -29,6 +35,8 @@ pub mod policy;
 pub mod projection;
 pub mod report;
 pub mod synthetic;
+#[cfg(test)]
+mod testing;
 
 pub use capacity::{WorkerLoad, placement_loads, worker_load};
 pub use config::{PackingVariant, PlanConfig};
