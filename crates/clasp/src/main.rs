@@ -16,6 +16,8 @@ struct Cli {
 enum Command {
     /// Validate a pipeline spec and describe it.
     Check(cmd::check::Args),
+    /// Cut a pipeline between edge devices and the cloud (edgecut).
+    Cut(cmd::cut::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -29,6 +31,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => cmd::check::run(&args),
+        Command::Cut(args) => cmd::cut::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

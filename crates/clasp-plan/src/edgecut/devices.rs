@@ -50,6 +50,27 @@ impl Constraint {
     }
 }
 
+impl fmt::Display for Constraint {
+    /// `locally replicable`, then each restriction and budget, separated by `; `.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("locally replicable")?;
+        if let Some(kinds) = &self.kinds {
+            let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+            write!(f, "; kinds {}", names.join(", "))?;
+        }
+        if let Some(functions) = &self.functions {
+            write!(f, "; functions {}", functions.join(", "))?;
+        }
+        if let Some(n) = self.max_operators {
+            write!(f, "; at most {n} operators")?;
+        }
+        if let Some(load) = self.max_load {
+            write!(f, "; load at most {load} items/s")?;
+        }
+        Ok(())
+    }
+}
+
 /// Whether `function` matches the pattern `pattern` (exact, or a prefix ending in `*`).
 fn matches(pattern: &str, function: &str) -> bool {
     match pattern.strip_suffix('*') {
