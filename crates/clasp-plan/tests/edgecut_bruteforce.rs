@@ -173,7 +173,7 @@ fn constraint(rng: &mut SplitMix64, body: &mut String, values: Values) {
 }
 
 fn check_case(seed: u64, values: Values) {
-    let mut rng = SplitMix64::derive(0xed9e_c07, seed);
+    let mut rng = SplitMix64::derive(0x0ed9_ec07, seed);
     let spec_text = random_pipeline(&mut rng, values);
     let p = spec::parse(&spec_text, "random.toml")
         .unwrap_or_else(|e| panic!("seed {seed}: generated an invalid spec: {e}\n{spec_text}"));

@@ -358,17 +358,12 @@ impl Validator<'_> {
 
     fn validate(&self, raw: RawFile) -> Result<Devices, DevicesError> {
         let _ = &raw.description;
-        if let Some(named) = &raw.pipeline {
-            if named.get_ref() != &self.p.name {
-                return Err(self.error(
-                    named.span(),
-                    "pipeline",
-                    Problem::WrongPipeline {
-                        named: named.get_ref().clone(),
-                        actual: self.p.name.clone(),
-                    },
-                ));
-            }
+        if let Some(named) = raw.pipeline.as_ref().filter(|n| n.get_ref() != &self.p.name) {
+            let problem = Problem::WrongPipeline {
+                named: named.get_ref().clone(),
+                actual: self.p.name.clone(),
+            };
+            return Err(self.error(named.span(), "pipeline", problem));
         }
         if raw.devices.is_empty() {
             return Err(self.error(0..0, "device", Problem::NoDevices));

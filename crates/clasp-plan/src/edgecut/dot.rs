@@ -8,7 +8,7 @@ use std::fmt::Write;
 /// The DOT text of `cut`, a cut of `p`.
 pub fn render(p: &Pipeline, cut: &EdgeCut) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "digraph \"{}\" {{", p.name);
+    let _ = writeln!(out, "digraph \"{}\" {{", escape(&p.name));
     out.push_str("  rankdir=LR;\n  node [shape=box, fontname=\"sans\"];\n");
     for (i, g) in cut.groups.iter().enumerate() {
         device_cluster(&mut out, p, cut, i);
@@ -34,7 +34,7 @@ pub fn render(p: &Pipeline, cut: &EdgeCut) -> String {
     let _ = writeln!(
         out,
         "  label=\"{}: edge->cloud cost {} vs {} all in cloud\";\n}}",
-        p.name,
+        escape(&p.name),
         number(cut.cost),
         number(cut.all_cloud_cost)
     );
@@ -47,10 +47,11 @@ fn device_cluster(out: &mut String, p: &Pipeline, cut: &EdgeCut, i: usize) {
     let _ = writeln!(out, "  subgraph cluster_g{i} {{");
     let _ = writeln!(
         out,
-        "    label=\"group {} on {} device(s): {}\"; style=dashed; color=blue;",
+        "    label=\"group {} on {} device(s): {}\\n{}\"; style=dashed; color=blue;",
         g.group,
         g.devices.len(),
-        g.devices.join(", ")
+        g.devices.join(", "),
+        escape(&g.constraint.to_string())
     );
     for &s in &g.sources {
         declare(out, p, &prefix, Endpoint::Source(s), ", shape=ellipse");
@@ -83,6 +84,11 @@ fn declare(out: &mut String, p: &Pipeline, part: &str, e: Endpoint, attrs: &str)
 /// A node id unique per part.
 fn node(p: &Pipeline, part: &str, e: Endpoint) -> String {
     format!("\"{part}/{}\"", p.endpoint_name(e))
+}
+
+/// `s` inside a DOT double-quoted string.
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 /// A cost with at most three decimals, without trailing zeros.
