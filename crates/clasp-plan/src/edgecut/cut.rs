@@ -18,7 +18,9 @@
 //! the growth phase and solves them exactly: if the minimum cut exceeds the budget, it branches
 //! on an operator of the cut (forced onto the device with its predecessors, or forced to the
 //! cloud with its successors), solving a minimum cut with those operators pinned in each branch
-//! and pruning branches whose cut already costs more than the best device set found.
+//! and pruning branches whose cut already costs more than the best device set found. Without a
+//! budget, or when the minimum cut fits it, that is one maximum flow; the branching is
+//! exponential only in the worst case, in the operators the budget keeps off the device.
 
 use super::flow::FlowNetwork;
 use super::grow::{Grown, endpoint_key};
@@ -150,6 +152,14 @@ fn mark_closure(p: &Pipeline, grown: &Grown, o: OperatorId, set: &mut [bool], di
     }
 }
 
+/// Operators pinned to one side of the cut in a branch.
+struct Pins<'a> {
+    /// On the device.
+    on_device: &'a [bool],
+    /// In the cloud.
+    in_cloud: &'a [bool],
+}
+
 /// The minimum (S, Border) cut of `F` with the operators of `forced_in` on the device side and
 /// those of `forced_out` on the cloud side; the largest one of minimum cost. `None` if the
 /// pins contradict each other.
@@ -160,7 +170,33 @@ fn min_cut(
     forced_in: &[bool],
     forced_out: &[bool],
 ) -> Option<Selection> {
-    let (source, sink) = (0, 1);
+    let pins = Pins { on_device: forced_in, in_cloud: forced_out };
+    let (mut net, node, big) = network(p, grown, cost, &pins);
+    if net.max_flow(SOURCE, SINK) >= big {
+        return None;
+    }
+    let side = net.maximal_source_side(SINK);
+    let mut on_device = vec![false; p.operators.len()];
+    for o in grown.operators() {
+        let at = node.get(&endpoint_key(Endpoint::Operator(o)));
+        on_device[o.index()] = at.is_some_and(|&i| side[i]);
+    }
+    let cost = cut_cost(p, grown, &on_device, cost);
+    Some(Selection { on_device, cost })
+}
+
+/// The super-source and super-sink of the flow network.
+const SOURCE: usize = 0;
+const SINK: usize = 1;
+
+/// The flow network of `F` (see the module documentation), the node of every endpoint in it,
+/// and the capacity standing for "never cut".
+fn network(
+    p: &Pipeline,
+    grown: &Grown,
+    cost: &[f64],
+    pins: &Pins<'_>,
+) -> (FlowNetwork, HashMap<(u8, usize), usize>, f64) {
     let mut node: HashMap<(u8, usize), usize> = HashMap::new();
     let mut id = |e: Endpoint| {
         let next = node.len() + 2;
@@ -176,31 +212,17 @@ fn min_cut(
             edges.push((v, u, big));
         }
     }
-    for &s in &grown.sources {
-        edges.push((source, id(Endpoint::Source(s)), big));
-    }
-    for &b in &grown.border {
-        edges.push((id(b), sink, big));
-    }
+    edges.extend(grown.sources.iter().map(|&s| (SOURCE, id(Endpoint::Source(s)), big)));
+    edges.extend(grown.border.iter().map(|&b| (id(b), SINK, big)));
     for o in grown.operators() {
-        if forced_in[o.index()] {
-            edges.push((source, id(Endpoint::Operator(o)), big));
+        if pins.on_device[o.index()] {
+            edges.push((SOURCE, id(Endpoint::Operator(o)), big));
         }
-        if forced_out[o.index()] {
-            edges.push((id(Endpoint::Operator(o)), sink, big));
+        if pins.in_cloud[o.index()] {
+            edges.push((id(Endpoint::Operator(o)), SINK, big));
         }
     }
     let mut net = FlowNetwork::new(node.len() + 2);
     edges.into_iter().for_each(|(u, v, c)| net.add_edge(u, v, c));
-    if net.max_flow(source, sink) >= big {
-        return None;
-    }
-    let side = net.maximal_source_side(sink);
-    let mut on_device = vec![false; p.operators.len()];
-    for o in grown.operators() {
-        let at = node.get(&endpoint_key(Endpoint::Operator(o)));
-        on_device[o.index()] = at.is_some_and(|&i| side[i]);
-    }
-    let cost = cut_cost(p, grown, &on_device, cost);
-    Some(Selection { on_device, cost })
+    (net, node, big)
 }

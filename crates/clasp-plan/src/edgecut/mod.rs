@@ -39,7 +39,7 @@ use grow::Grown;
 ///
 /// Each device group is grown once under the rules every device obeys (local replicability,
 /// Eq. 6); each subgroup then grows within it under its own constraint and takes a minimum
-/// cut, so the whole runs in `O(groups · T(n))` rather than per device.
+/// cut, so the work grows with the number of subgroups, not of devices.
 pub fn cut(p: &Pipeline, model: &CostModel, devices: &Devices) -> EdgeCut {
     let inputs = Inputs { p, model, devices };
     let mut parts = Vec::new();

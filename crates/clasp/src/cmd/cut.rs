@@ -56,7 +56,7 @@ fn cost_model(p: &Pipeline, stats: Option<&PathBuf>) -> Result<CostModel> {
 fn print_human(p: &Pipeline, model: &CostModel, devices: &Devices, cut: &EdgeCut) {
     let groups = cut.groups.iter().map(|g| g.group).max().map_or(0, |g| g + 1);
     println!(
-        "pipeline `{}`: {} device(s) in {groups} group(s), {} planning unit(s)",
+        "pipeline `{}`: {} device(s) in {groups} group(s) and {} subgroup(s)",
         p.name,
         devices.devices.len(),
         cut.groups.len()
