@@ -14,6 +14,9 @@ name = "fares"
 name = "f"
 kind = "filter"
 [[operator]]
+name = "m"
+kind = "map"
+[[operator]]
 name = "j"
 kind = "connect"
 stateful = true
@@ -26,6 +29,9 @@ from = "f"
 to = "j"
 [[stream]]
 from = "fares"
+to = "m"
+[[stream]]
+from = "m"
 to = "j"
 "#;
 
