@@ -17,12 +17,14 @@
 //! | [`baselines`] | FaaSFlow, Zhang24 and DS2 worker counts and placements | §5, DESIGN §7 |
 //! | [`keys`] | key groups shared by worker fractions, minimal movement; worker remapping | §4.4 |
 //! | [`migration`] | the migration plan between two placements | §4.4, Fig. 7 |
+//! | [`edgecut`] | the edge/cloud cut of the Planner paper (Algorithm 1, s–t min cut) | Planner §III–V |
 //! | [`report`] | the stable JSON form of a decision | `docs/plan-json.md` |
 //! | [`synthetic`] | seeded random pipelines for benchmarks and tests | |
 
 pub mod baselines;
 pub mod capacity;
 pub mod config;
+pub mod edgecut;
 pub mod error;
 pub mod estimator;
 pub mod keys;

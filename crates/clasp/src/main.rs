@@ -18,6 +18,8 @@ enum Command {
     Check(cmd::check::Args),
     /// Plan workers, placement and parallelism for a pipeline at an input rate.
     Plan(cmd::plan::Args),
+    /// Cut a pipeline between edge devices and the cloud (edgecut).
+    Cut(cmd::cut::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -32,6 +34,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Check(args) => cmd::check::run(&args),
         Command::Plan(args) => cmd::plan::run(&args),
+        Command::Cut(args) => cmd::cut::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

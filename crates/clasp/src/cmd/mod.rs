@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod plan;
+pub mod cut;
 
 use anyhow::Result;
 use clasp_core::Pipeline;
