@@ -16,6 +16,8 @@ struct Cli {
 enum Command {
     /// Validate a pipeline spec and describe it.
     Check(cmd::check::Args),
+    /// Write a seeded input file for an application (or profile the application on one).
+    Gen(cmd::r#gen::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -29,6 +31,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => cmd::check::run(&args),
+        Command::Gen(args) => cmd::r#gen::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod check;
+pub mod r#gen;
 
 use anyhow::Result;
 use clasp_core::Pipeline;
