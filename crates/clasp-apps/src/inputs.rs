@@ -8,6 +8,9 @@
 
 use std::io::{self, BufRead, Write};
 
+/// The lines generated or loaded for one source: `(source name, lines)`.
+pub type SourceLines = (String, Vec<Vec<u8>>);
+
 /// A stream of input lines.
 pub trait LineSource: Send {
     /// Writes the next line (without line terminator) into `out`, which is cleared first;

@@ -5,7 +5,7 @@
 //! CLASP paper's per-tuple invocations, so "executions" are the paper's requests.
 //! `clasp gen <app> --profile --count 100000` prints the table of `docs/apps.md`.
 
-use crate::inputs::{self, LineSource};
+use crate::inputs::{self, LineSource, SourceLines};
 use clasp_core::local::{LocalDriver, LocalOptions, OperatorStats};
 use clasp_core::{Pipeline, SourceId};
 use std::fmt::Write as _;
@@ -96,7 +96,7 @@ pub fn feed(driver: &mut LocalDriver, app: &str, count: u64, seed: u64) -> Resul
 }
 
 /// The generated lines of every source of `app`: `(source name, lines)`.
-pub fn generate(app: &str, count: u64, seed: u64) -> Result<Vec<(String, Vec<Vec<u8>>)>, String> {
+pub fn generate(app: &str, count: u64, seed: u64) -> Result<Vec<SourceLines>, String> {
     let defs = inputs::sources_of(app);
     if defs.is_empty() {
         return Err(format!("unknown application `{app}`"));
@@ -115,10 +115,7 @@ fn collect(mut g: Box<dyn LineSource>) -> Vec<Vec<u8>> {
 
 /// Feeds per-source lines into `driver` (keys from each source's format), interleaved in
 /// proportion to the sources' lengths, and flushes.
-pub fn feed_lines(
-    driver: &mut LocalDriver,
-    lines: &[(String, Vec<Vec<u8>>)],
-) -> Result<u64, String> {
+pub fn feed_lines(driver: &mut LocalDriver, lines: &[SourceLines]) -> Result<u64, String> {
     let app = driver.pipeline().name.clone();
     let mut plan = Vec::new();
     for (source, ls) in lines {

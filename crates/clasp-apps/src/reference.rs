@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Per-source input lines: `(source name, lines)`.
-pub type Inputs = [(String, Vec<Vec<u8>>)];
+pub type Inputs = [crate::inputs::SourceLines];
 
 /// What a run produced, in comparable form.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -349,7 +349,7 @@ fn network_monitor(lines: &[String], p: &Params<'_>, o: &mut Outcome) {
         if !failures.is_empty() {
             o.set_state("aggregation", host, json!({"days": failures, "late": 0}));
         }
-        let flagged = last(keep("functor"), &|c| (c.0 >= min).then(|| json!(true)));
+        let flagged = last(keep("functor"), &|c| (c.0 >= min).then_some(json!(true)));
         if !flagged.is_empty() {
             o.set_state("functor", host, json!({"days": flagged, "late": 0}));
         }

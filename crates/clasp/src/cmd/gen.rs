@@ -35,7 +35,8 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<()> {
     let mut out: Box<dyn Write> = match &args.out {
         Some(path) => Box::new(BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
         )),
         None => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
@@ -53,11 +54,8 @@ fn profile(args: &Args, out: &mut dyn Write) -> Result<()> {
     if args.source.is_some() {
         bail!("--profile feeds every source of the app; drop --source");
     }
-    let apps: Vec<&str> = if args.app == "all" {
-        clasp_apps::APPS.to_vec()
-    } else {
-        vec![args.app.as_str()]
-    };
+    let apps: Vec<&str> =
+        if args.app == "all" { clasp_apps::APPS.to_vec() } else { vec![args.app.as_str()] };
     for app in apps {
         let p = clasp_apps::profile::run(app, args.count, args.seed).map_err(anyhow::Error::msg)?;
         writeln!(out, "{}", p.to_markdown())?;
