@@ -52,12 +52,24 @@ pub fn sensor_name(i: u64) -> String {
     format!("sensor-{i:03}")
 }
 
-/// Where a sensor is installed (what `etl.annotate` appends).
-pub fn location(sensor: &[u8]) -> String {
+/// Appends where a sensor is installed (what `etl.annotate` appends) to `out`.
+pub fn put_location(sensor: &[u8], out: &mut Buf) {
     match sensor.strip_prefix(b"sensor-").and_then(parse_u64) {
-        Some(i) => format!("building-{}/floor-{}/room-{}", i % 3 + 1, i / 3 % 5 + 1, i % 20 + 1),
-        None => "unknown".to_owned(),
+        Some(i) => {
+            out.put(b"building-").u64(i % 3 + 1).put(b"/floor-").u64(i / 3 % 5 + 1);
+            out.put(b"/room-").u64(i % 20 + 1);
+        }
+        None => {
+            out.put(b"unknown");
+        }
     }
+}
+
+/// Where a sensor is installed, as text.
+pub fn location(sensor: &[u8]) -> String {
+    let mut b = Buf::new();
+    put_location(sensor, &mut b);
+    String::from_utf8_lossy(b.get().unwrap_or_default()).into_owned()
 }
 
 /// What a SenML line holds.
@@ -388,7 +400,7 @@ pub struct Join {
 impl Operator for Join {
     type State = Parts;
     fn process(&self, input: &Batch, ctx: &mut Context<'_, Parts>) {
-        let mut out = Buf::new();
+        let (mut out, mut number) = (Buf::new(), Buf::new());
         for r in input.iter() {
             let rd = match reading(r.value) {
                 Ok(rd) => rd,
@@ -410,9 +422,9 @@ impl Operator for Join {
             p.fields.push_str(as_str(rd.field));
             p.fields.push('=');
             if let Some(v) = rd.value {
-                let mut b = Buf::new();
-                b.fixed(v, DECIMALS);
-                p.fields.push_str(as_str(b.get().unwrap_or_default()));
+                number.clear();
+                number.fixed(v, DECIMALS);
+                p.fields.push_str(as_str(number.get().unwrap_or_default()));
             }
             p.fields.push(';');
             p.count += 1;
@@ -470,7 +482,8 @@ impl Operator for Annotate {
                 continue;
             };
             out.clear();
-            out.put(r.value).byte(b',').put(location(sensor).as_bytes());
+            out.put(r.value).byte(b',');
+            put_location(sensor, &mut out);
             match out.get() {
                 Some(v) => ctx.emit(r.key, v),
                 None => ctx.reject("record too long"),
