@@ -14,7 +14,7 @@
 //!   `block,records,sum,mean` and starts the next block.
 //! - `pl.format` ("sink"): `category,block,mean`.
 
-use crate::text::{Buf, Params, div_round, fields, parse_u64, trim};
+use crate::text::{Buf, Params, fields, parse_u64, trim};
 use clasp_core::rng::SplitMix64;
 use clasp_core::{Batch, Context, Operator, Registry};
 use serde::{Deserialize, Serialize};
@@ -181,13 +181,16 @@ impl Operator for MeanPerCategory {
             };
             let s = ctx.state(r);
             s.count += 1;
-            s.sum += ms;
+            // Saturating: hostile load times must not overflow (real ones are far below).
+            s.sum = s.sum.saturating_add(ms);
             if s.count < self.reset_every {
                 continue;
             }
             s.blocks += 1;
             let scale = 10i64.pow(MEAN_DECIMALS);
-            let mean = div_round(s.sum as i64 * scale, s.count as i64);
+            let mean = (i128::from(s.sum) * i128::from(scale) * 2 + i128::from(s.count))
+                / (2 * i128::from(s.count));
+            let mean = i64::try_from(mean).unwrap_or(i64::MAX);
             out.clear();
             out.u64(s.blocks).byte(b',').u64(s.count).byte(b',').u64(s.sum).byte(b',');
             out.fixed(mean, MEAN_DECIMALS);

@@ -149,7 +149,7 @@ fn fixed(s: &str, decimals: usize) -> Option<i64> {
     };
     let (int, frac) = s.split_once('.').unwrap_or((s, ""));
     let digits = |t: &str| t.chars().all(|c| c.is_ascii_digit());
-    if (int.is_empty() && frac.is_empty()) || !digits(int) || !digits(frac) || int.len() > 15 {
+    if (int.is_empty() && frac.is_empty()) || !digits(int) || !digits(frac) || int.len() > 16 {
         return None;
     }
     let mut padded: String = frac.chars().take(decimals).collect();
@@ -159,6 +159,10 @@ fn fixed(s: &str, decimals: usize) -> Option<i64> {
     let mut v: i64 = format!("{}{padded}", if int.is_empty() { "0" } else { int }).parse().ok()?;
     if frac.len() > decimals && frac.as_bytes()[decimals] >= b'5' {
         v += 1;
+    }
+    // Operators refuse magnitudes above 2^53 so that sums cannot overflow.
+    if v > 1 << 53 {
+        return None;
     }
     Some(if neg { -v } else { v })
 }

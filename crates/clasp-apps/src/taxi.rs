@@ -54,6 +54,8 @@ pub const CELL_LON: i64 = 1_400;
 pub const CELL_LAT: i64 = 1_250;
 /// Cells per grid row.
 pub const GRID_X: i64 = 250;
+/// Grid rows.
+pub const GRID_Y: i64 = 400;
 
 /// The ride id (first CSV field) of a ride or fare line: the record key of both sources.
 pub fn key(line: &[u8]) -> &[u8] {
@@ -365,32 +367,40 @@ impl PopularWindow {
     }
 
     /// Emits every window closed at the current watermark, then drops panes no open window
-    /// needs.
+    /// needs. Only windows containing a pane with events are visited, so a jump in event time
+    /// costs nothing.
     fn close(&self, s: &mut CellPanes, mut emit: impl FnMut(i64, bool, u64)) {
         let through = self.closed_through(s.watermark);
-        let Some(first) = s.panes.first().map(|p| p.0) else { return };
-        let from = s.emitted_through.map_or(first, |e| (e + 1).max(first));
-        let last_pane = s.panes.last().map_or(first, |p| p.0);
-        for q in from..=through.min(last_pane + self.panes - 1) {
-            let (dep, arr) = s
-                .panes
-                .iter()
-                .filter(|p| p.0 > q - self.panes && p.0 <= q)
-                .fold((0, 0), |acc, p| (acc.0 + p.1, acc.1 + p.2));
-            let end = (q + 1) * self.slide;
-            if dep > 0 {
-                emit(end, true, dep);
-            }
-            if arr > 0 {
-                emit(end, false, arr);
+        if s.emitted_through.is_some_and(|e| through <= e) {
+            return;
+        }
+        let after = s.emitted_through.unwrap_or(i64::MIN);
+        let mut last = after;
+        for i in 0..s.panes.len() {
+            for d in 0..self.panes {
+                let q = s.panes[i].0 + d;
+                if q <= last || q > through {
+                    continue;
+                }
+                last = q;
+                let (dep, arr) = s
+                    .panes
+                    .iter()
+                    .filter(|p| p.0 > q - self.panes && p.0 <= q)
+                    .fold((0, 0), |acc, p| (acc.0 + p.1, acc.1 + p.2));
+                let end = (q + 1) * self.slide;
+                if dep > 0 {
+                    emit(end, true, dep);
+                }
+                if arr > 0 {
+                    emit(end, false, arr);
+                }
             }
         }
-        if s.emitted_through.is_none_or(|e| through > e) {
-            s.emitted_through = Some(through);
-            // Open windows end after `through`, so they start at `through - panes + 2`.
-            let keep_from = through - self.panes + 2;
-            s.panes.retain(|p| p.0 >= keep_from);
-        }
+        s.emitted_through = Some(through);
+        // Open windows end after `through`, so they start at `through - panes + 2`.
+        let keep_from = through - self.panes + 2;
+        s.panes.retain(|p| p.0 >= keep_from);
     }
 }
 
@@ -476,9 +486,8 @@ impl Operator for ToArea {
     fn process(&self, input: &Batch, ctx: &mut Context<'_, ()>) {
         let mut out = Buf::new();
         for r in input.iter() {
-            let (Some(c), Some([end, dir, n])) =
-                (crate::text::parse_i64(r.key), fields::<3>(r.value, b','))
-            else {
+            let cell = crate::text::parse_i64(r.key).filter(|c| (0..GRID_X * GRID_Y).contains(c));
+            let (Some(c), Some([end, dir, n])) = (cell, fields::<3>(r.value, b',')) else {
                 ctx.reject("bad window record");
                 continue;
             };
@@ -810,6 +819,34 @@ mod tests {
         let (lon, lat) = cell_center(c);
         assert!(
             (lon - -73_985_100).abs() <= CELL_LON / 2 && (lat - 40_758_000).abs() <= CELL_LAT / 2
+        );
+    }
+
+    #[test]
+    fn sliding_windows_emit_once_and_survive_time_jumps() {
+        use clasp_core::operator::{CollectingEmitter, Rejections};
+        let op = PopularWindow { slide: 300, panes: 3, lateness: 300 };
+        let store = clasp_core::state::KeyedStore::new(2);
+        let b: Batch = ["10,1", "20,0", "400,1", "1000000000,1", "5,1"]
+            .iter()
+            .map(|v| (&b"7"[..], v.as_bytes()))
+            .collect();
+        let mut out = CollectingEmitter::default();
+        let mut rej = Rejections::default();
+        op.process(&b, &mut Context::new(&store, &mut out, 0, &mut rej));
+        let got: Vec<String> =
+            out.records.iter().map(|r| String::from_utf8(r.2.clone()).unwrap()).collect();
+        // Windows ending at 300, 600, 900 hold pane 0 (and pane 1 from 600 on); 1200 pane 1.
+        assert_eq!(
+            got,
+            ["300,1,1", "300,0,1", "600,1,2", "600,0,1", "900,1,2", "900,0,1", "1200,1,1"]
+        );
+        let mut dump = Vec::new();
+        clasp_core::state::StateStore::dump_json(&store, "w", &mut dump).unwrap();
+        let dump = String::from_utf8(dump).unwrap();
+        assert!(
+            dump.contains(r#""panes":[[3333333,1,0]]"#) && dump.contains(r#""late":1"#),
+            "{dump}"
         );
     }
 

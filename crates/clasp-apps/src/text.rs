@@ -52,8 +52,13 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
     }
 }
 
+/// Largest magnitude of a fixed-point value (2^53): sums of hundreds of them, and their
+/// products with parts-per-million thresholds in `i128`, cannot overflow.
+pub const MAX_FIXED: i64 = 1 << 53;
+
 /// A plain decimal number (`-12.345`, `7`, `.5`; no exponent) as an integer scaled by
-/// `10^decimals`. Digits beyond `decimals` are rounded half away from zero.
+/// `10^decimals`. Digits beyond `decimals` are rounded half away from zero. Values whose
+/// scaled magnitude exceeds [`MAX_FIXED`] are rejected like non-numbers.
 pub fn parse_fixed(b: &[u8], decimals: u32) -> Option<i64> {
     let (neg, digits) = match b.first() {
         Some(b'-') => (true, &b[1..]),
@@ -64,32 +69,37 @@ pub fn parse_fixed(b: &[u8], decimals: u32) -> Option<i64> {
         Some(i) => (&digits[..i], &digits[i + 1..]),
         None => (digits, &digits[..0]),
     };
-    if int.is_empty() && frac.is_empty() || int.len() > 15 {
+    if int.is_empty() && frac.is_empty() {
         return None;
     }
-    let mut v: i64 = 0;
-    for &c in int {
+    let push = |v: i64, c: u8| -> Option<i64> {
         if !c.is_ascii_digit() {
             return None;
         }
-        v = v * 10 + i64::from(c - b'0');
+        v.checked_mul(10)?.checked_add(i64::from(c - b'0')).filter(|v| *v <= MAX_FIXED)
+    };
+    let mut v: i64 = 0;
+    for &c in int {
+        v = push(v, c)?;
     }
     let mut round_up = false;
     for (i, &c) in frac.iter().enumerate() {
-        if !c.is_ascii_digit() {
-            return None;
-        }
         let i = i as u32;
         if i < decimals {
-            v = v * 10 + i64::from(c - b'0');
+            v = push(v, c)?;
+        } else if !c.is_ascii_digit() {
+            return None;
         } else if i == decimals {
             round_up = c >= b'5';
         }
     }
     for _ in frac.len() as u32..decimals {
-        v *= 10;
+        v = push(v, b'0')?;
     }
     v += i64::from(round_up);
+    if v > MAX_FIXED {
+        return None;
+    }
     Some(if neg { -v } else { v })
 }
 
@@ -289,6 +299,10 @@ mod tests {
         for bad in [&b""[..], b"-", b".", b"1e5", b"1.2.3", b"abc", b" 1"] {
             assert_eq!(parse_fixed(bad, 2), None, "{:?}", String::from_utf8_lossy(bad));
         }
+        assert_eq!(parse_fixed(b"9007199254740992", 0), Some(MAX_FIXED));
+        assert_eq!(parse_fixed(b"9007199254740993", 0), None);
+        assert_eq!(parse_fixed(b"99999999999999999999999", 4), None);
+        assert_eq!(parse_fixed(b"1000000000000", 4), None);
         assert_eq!(div_round(7, 2), 4);
         assert_eq!(div_round(-7, 2), -4);
         assert_eq!(div_round(5, 3), 2);

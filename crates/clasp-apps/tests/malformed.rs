@@ -189,3 +189,36 @@ fn taxi_workflows_reject_bad_rides_and_fares() {
     ]);
     assert_eq!(got, want);
 }
+
+/// Generated lines with random bytes overwritten, cut short or duplicated: no operator may
+/// panic, whatever it receives.
+#[test]
+fn corrupted_input_never_panics() {
+    use clasp_core::rng::SplitMix64;
+    for app in clasp_apps::APPS {
+        let p = pipeline(app).unwrap();
+        let mut inputs = profile::generate(app, 1500, 2).unwrap();
+        let mut rng = SplitMix64::new(77);
+        for (_, lines) in &mut inputs {
+            for line in lines.iter_mut() {
+                match rng.below(4) {
+                    0 if !line.is_empty() => {
+                        let i = rng.below(line.len() as u64) as usize;
+                        line[i] = rng.below(256) as u8;
+                    }
+                    1 => line.truncate(rng.below(line.len() as u64 + 1) as usize),
+                    2 => {
+                        let copy = line.clone();
+                        line.extend_from_slice(&copy);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut d = LocalDriver::new(&p, &registry(), LocalOptions::default()).unwrap();
+        profile::feed_lines(&mut d, &inputs).unwrap();
+        if app != "wc" && app != "syn" {
+            assert!(!d.rejections().is_empty(), "{app}: corruption went unnoticed");
+        }
+    }
+}
