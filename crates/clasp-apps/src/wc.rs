@@ -1,6 +1,7 @@
 //! Word count: `wc.split` turns a line into lower-case words (maximal runs of alphanumeric
 //! characters), `wc.count` counts each word in keyed state.
 
+use clasp_core::rng::SplitMix64;
 use clasp_core::{Batch, Context, Operator, Registry};
 
 /// Calls `f` with every lower-case word of `line`. ASCII lines (the common case) are scanned
@@ -76,6 +77,82 @@ pub fn register(r: &mut Registry) {
     r.register_operator("wc.count", Count);
 }
 
+/// Words in the generated corpus's vocabulary.
+pub const VOCABULARY: usize = 20_000;
+
+/// Syllables the vocabulary's words are made of.
+const SYLLABLES: [&str; 24] = [
+    "ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "be", "da", "fi", "go", "hu", "ja", "ke", "li",
+    "ma", "no", "pe", "qu", "ra", "si", "to", "wu",
+];
+
+/// The `i`-th word of the vocabulary: `i` in bijective base 24 over [`SYLLABLES`], so every
+/// word is distinct and the most frequent words are the shortest.
+pub fn vocabulary_word(i: usize) -> String {
+    let mut n = i;
+    let mut w = String::new();
+    loop {
+        w.push_str(SYLLABLES[n % SYLLABLES.len()]);
+        n /= SYLLABLES.len();
+        if n == 0 {
+            return w;
+        }
+        n -= 1;
+    }
+}
+
+/// Generates a text corpus: sentences of 6–14 words (10 on average, so `wc.split` emits
+/// about ten records per line) drawn from a 20,000-word vocabulary with Zipf (s = 1)
+/// frequencies, as in natural language; the first word is capitalized, some words are
+/// followed by a comma and each line ends with `.`, `!` or `?`.
+#[derive(Debug)]
+pub struct Generator {
+    rng: SplitMix64,
+    words: Vec<String>,
+    cdf: Vec<f64>,
+}
+
+impl Generator {
+    /// A generator for `seed`.
+    pub fn new(seed: u64) -> Self {
+        let mut acc = 0.0;
+        let cdf = (0..VOCABULARY)
+            .map(|i| {
+                acc += 1.0 / (i + 1) as f64;
+                acc
+            })
+            .collect();
+        let words = (0..VOCABULARY).map(vocabulary_word).collect();
+        Self { rng: SplitMix64::derive(seed, 0x5743), words, cdf }
+    }
+
+    /// A vocabulary index drawn with Zipf weights.
+    fn pick(&mut self) -> usize {
+        let total = self.cdf[self.cdf.len() - 1];
+        let x = self.rng.next_f64() * total;
+        self.cdf.partition_point(|c| *c <= x).min(self.words.len() - 1)
+    }
+
+    /// Writes the next line into `out` (cleared first).
+    pub fn next_line(&mut self, out: &mut Vec<u8>) {
+        out.clear();
+        let n = 6 + self.rng.below(9);
+        for i in 0..n {
+            if i > 0 {
+                out.extend_from_slice(if self.rng.chance(0.08) { b", " } else { b" " });
+            }
+            let start = out.len();
+            let w = self.pick();
+            out.extend_from_slice(self.words[w].as_bytes());
+            if i == 0 {
+                out[start] = out[start].to_ascii_uppercase();
+            }
+        }
+        let end = [b'.', b'.', b'.', b'!', b'?'][self.rng.below(5) as usize];
+        out.push(end);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +170,20 @@ mod tests {
         assert_eq!(words("Ünïcode Straße—ok"), ["ünïcode", "straße", "ok"]);
         let long = "A".repeat(100);
         assert_eq!(words(&long), [long.to_lowercase()]);
+    }
+
+    #[test]
+    fn corpus_has_about_ten_words_a_line() {
+        let distinct: std::collections::HashSet<String> =
+            (0..VOCABULARY).map(vocabulary_word).collect();
+        assert_eq!(distinct.len(), VOCABULARY);
+        let mut g = Generator::new(4);
+        let mut line = Vec::new();
+        let mut n = 0;
+        for _ in 0..1000 {
+            g.next_line(&mut line);
+            n += words(std::str::from_utf8(&line).unwrap()).len();
+        }
+        assert!((9_500..10_500).contains(&n), "{n}");
     }
 }

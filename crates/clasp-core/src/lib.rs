@@ -4,13 +4,17 @@
 //! - [`operator`] is the API user functions implement, with [`state`] holding keyed state in
 //!   key groups and [`batch`] the records a request carries;
 //! - [`placement`] and [`stats`] are the data exchanged between the planning core
-//!   (`clasp-plan`), the runtime and the simulator.
+//!   (`clasp-plan`), the runtime and the simulator;
+//! - [`pattern`] describes input-rate patterns shared by the runtime and the simulator;
+//! - [`local`] runs a pipeline's operators in one thread, for tests and quick runs.
 
 pub mod batch;
 pub mod hash;
 pub mod ids;
 pub mod kind;
+pub mod local;
 pub mod operator;
+pub mod pattern;
 pub mod pipeline;
 pub mod placement;
 pub mod rng;

@@ -20,6 +20,8 @@ enum Command {
     Plan(cmd::plan::Args),
     /// Cut a pipeline between edge devices and the cloud (edgecut).
     Cut(cmd::cut::Args),
+    /// Write a seeded input file for an application (or profile the application on one).
+    Gen(cmd::r#gen::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -35,6 +37,7 @@ fn main() -> std::process::ExitCode {
         Command::Check(args) => cmd::check::run(&args),
         Command::Plan(args) => cmd::plan::run(&args),
         Command::Cut(args) => cmd::cut::run(&args),
+        Command::Gen(args) => cmd::r#gen::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -3,6 +3,7 @@
 pub mod check;
 pub mod plan;
 pub mod cut;
+pub mod r#gen;
 
 use anyhow::Result;
 use clasp_core::Pipeline;
