@@ -1,10 +1,9 @@
 //! Inputs of every application: for each pipeline source, how a line becomes a record (its
 //! key), a seeded generator, and a loader for files in the public format.
 //!
-//! A source's records are `(key, line)`: the key is what the first operator is keyed by when
-//! that operator is stateful (SD's mote id), the ride id for the taxi sources (their join is
-//! keyed by it), and empty otherwise. Generated files are in the same public formats as the
-//! real data sets, so one loader reads both.
+//! A source's records are `(key, line)`, the key being the field the spec's `key_field` names
+//! (SD's mote id, the taxi sources' ride id) and empty otherwise. Generated files are in the same
+//! public formats as the real data sets, so one loader reads both.
 
 use std::io::{self, BufRead, Write};
 
@@ -27,8 +26,6 @@ pub struct SourceDef {
     pub source: &'static str,
     /// The public format.
     pub format: &'static str,
-    /// The record key of a line.
-    pub key: fn(&[u8]) -> &[u8],
     make: fn(u64, u64) -> Box<dyn LineSource>,
 }
 
@@ -62,9 +59,15 @@ impl SourceDef {
     }
 
     /// Reads a file in the source's format, calling `f(key, line)` for every line (line
-    /// terminators removed; a `\r` before `\n` too). Returns the number of lines.
-    pub fn load(&self, reader: impl BufRead, mut f: impl FnMut(&[u8], &[u8])) -> io::Result<u64> {
-        for_each_line(reader, |line| f((self.key)(line), line))
+    /// terminators removed; a `\r` before `\n` too), the key as the pipeline's `source` declares
+    /// it. Returns the number of lines.
+    pub fn load(
+        &self,
+        source: &clasp_core::pipeline::Source,
+        reader: impl BufRead,
+        mut f: impl FnMut(&[u8], &[u8]),
+    ) -> io::Result<u64> {
+        for_each_line(reader, |line| f(source.key_of(line), line))
     }
 }
 
@@ -120,10 +123,6 @@ impl LineSource for crate::taxi::FareGenerator {
     }
 }
 
-fn no_key(_: &[u8]) -> &[u8] {
-    &[]
-}
-
 /// SYN records: `record-<n>`.
 #[derive(Debug)]
 struct SynGenerator(u64);
@@ -140,7 +139,6 @@ fn rides(app: &'static str) -> SourceDef {
         app,
         source: "rides",
         format: "Flink-training TaxiRide CSV",
-        key: crate::taxi::key,
         make: |n, s| {
             counted(n, crate::taxi::RideGenerator::new(s), crate::taxi::RideGenerator::next_line)
         },
@@ -155,49 +153,42 @@ pub fn sources() -> Vec<SourceDef> {
             app: "wc",
             source: "lines",
             format: "text lines",
-            key: no_key,
             make: |n, s| counted(n, wc::Generator::new(s), wc::Generator::next_line),
         },
         SourceDef {
             app: "sd",
             source: "readings",
             format: "Intel Berkeley lab sensor lines",
-            key: sd::key,
             make: |n, s| counted(n, sd::Generator::new(s), sd::Generator::next_line),
         },
         SourceDef {
             app: "aa",
             source: "events",
             format: "YSB JSON lines",
-            key: no_key,
             make: |n, s| counted(n, aa::Generator::new(s), aa::Generator::next_line),
         },
         SourceDef {
             app: "pl",
             source: "page_loads",
             format: "CSV url,user,load_time",
-            key: no_key,
             make: |n, s| counted(n, pl::Generator::new(s), pl::Generator::next_line),
         },
         SourceDef {
             app: "nwm",
             source: "logins",
             format: "CSV day,host,user,outcome",
-            key: no_key,
             make: |n, s| counted(n, nwm::Generator::new(s), nwm::Generator::next_line),
         },
         SourceDef {
             app: "etl",
             source: "senml",
             format: "SenML JSON lines",
-            key: no_key,
             make: |n, s| counted(n, etl::Generator::new(s), etl::Generator::next_line),
         },
         SourceDef {
             app: "syn",
             source: "input",
             format: "opaque lines",
-            key: no_key,
             make: |n, _| counted(n, SynGenerator(0), syn_line),
         },
         rides("taxi-w1"),
@@ -206,7 +197,6 @@ pub fn sources() -> Vec<SourceDef> {
             app: "taxi-w2",
             source: "fares",
             format: "Flink-training TaxiFare CSV (the fares of the rides started among COUNT ride events)",
-            key: crate::taxi::key,
             make: |n, s| Box::new(crate::taxi::FareGenerator::new(s, n)),
         },
         rides("taxi-w3"),
@@ -256,7 +246,8 @@ mod tests {
             let mut c = Vec::new();
             def.write_generated(300, 12, &mut c).unwrap();
             assert!(def.app == "syn" || a != c, "{}: the seed matters", def.app);
-            let loaded = def.load(&a[..], |_, _| {}).unwrap();
+            let src = &p.sources[p.source_id(def.source).unwrap().index()];
+            let loaded = def.load(src, &a[..], |_, _| {}).unwrap();
             assert_eq!(loaded, n);
         }
         for app in crate::APPS {
@@ -276,8 +267,11 @@ mod tests {
     fn loader_strips_line_ends() {
         let mut got = Vec::new();
         let def = source("sd", None).unwrap();
-        def.load(&b"a b c 7 20 1 1 1\r\nx\n\nlast"[..], |k, l| got.push((k.to_vec(), l.to_vec())))
-            .unwrap();
+        let p = crate::pipeline("sd").unwrap();
+        def.load(&p.sources[0], &b"a b c 7 20 1 1 1\r\nx\n\nlast"[..], |k, l| {
+            got.push((k.to_vec(), l.to_vec()));
+        })
+        .unwrap();
         assert_eq!(got[0], (b"7".to_vec(), b"a b c 7 20 1 1 1".to_vec()));
         assert_eq!(got.len(), 4);
         assert_eq!(got[3].1, b"last");

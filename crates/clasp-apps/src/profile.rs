@@ -119,9 +119,10 @@ pub fn feed_lines(driver: &mut LocalDriver, lines: &[SourceLines]) -> Result<u64
     let app = driver.pipeline().name.clone();
     let mut plan = Vec::new();
     for (source, ls) in lines {
-        let def = inputs::source(&app, Some(source))?;
+        inputs::source(&app, Some(source))?;
         let id = source_id(driver.pipeline(), source)?;
-        plan.push((id, def.key, ls, 0usize));
+        let decl = driver.pipeline().sources[id.index()].clone();
+        plan.push((id, decl, ls, 0usize));
     }
     let mut fed = 0;
     loop {
@@ -137,9 +138,9 @@ pub fn feed_lines(driver: &mut LocalDriver, lines: &[SourceLines]) -> Result<u64
             })
             .map(|(i, _)| i);
         let Some(i) = next else { break };
-        let (id, key, ls, pos) = &mut plan[i];
+        let (id, decl, ls, pos) = &mut plan[i];
         let line = &ls[*pos];
-        driver.push(*id, key(line), line);
+        driver.push(*id, decl.key_of(line), line);
         *pos += 1;
         fed += 1;
     }

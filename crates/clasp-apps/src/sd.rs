@@ -23,12 +23,6 @@ use std::collections::VecDeque;
 /// Decimals kept of a temperature.
 pub const DECIMALS: u32 = 4;
 
-/// The mote id of an Intel-lab line (its 4th whitespace-separated field), or the empty
-/// slice when the line has fewer fields (the operator then rejects it).
-pub fn key(line: &[u8]) -> &[u8] {
-    line.split(u8::is_ascii_whitespace).filter(|f| !f.is_empty()).nth(3).unwrap_or(&line[..0])
-}
-
 /// The temperature of an Intel-lab line: the 5th of exactly 8 fields.
 fn temperature(line: &[u8]) -> Result<i64, &'static str> {
     let mut f = line.split(u8::is_ascii_whitespace).filter(|f| !f.is_empty());
@@ -250,9 +244,10 @@ mod tests {
     #[test]
     fn intel_lab_lines_are_keyed_by_mote() {
         let line = b"2004-03-31 03:38:15.757551 2 1 122.153 -3.91901 11.04 2.03397";
-        assert_eq!(key(line), b"1");
+        let source = &crate::pipeline("sd").unwrap().sources[0];
+        assert_eq!(source.key_of(line), b"1");
         assert_eq!(temperature(line), Ok(1_221_530));
-        assert_eq!(key(b"2004-03-31"), b"");
+        assert_eq!(source.key_of(b"2004-03-31"), b"");
         assert_eq!(temperature(b"a b c 1 x 1 1 1"), Err("non-numeric temperature"));
         assert_eq!(temperature(b"a b c 1 2 1 1"), Err("wrong field count"));
     }
@@ -292,7 +287,8 @@ mod tests {
         assert_ne!(a, lines(2));
         for l in &a {
             assert!(temperature(l.as_bytes()).is_ok(), "{l}");
-            let mote: u64 = String::from_utf8(key(l.as_bytes()).to_vec()).unwrap().parse().unwrap();
+            let key = crate::pipeline("sd").unwrap().sources[0].key_of(l.as_bytes()).to_vec();
+            let mote: u64 = String::from_utf8(key).unwrap().parse().unwrap();
             assert!((1..=MOTES).contains(&mote));
         }
         assert!(a[0].starts_with("2004-03-01 00:00:"), "{}", a[0]);

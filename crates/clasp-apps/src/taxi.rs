@@ -57,11 +57,6 @@ pub const GRID_X: i64 = 250;
 /// Grid rows.
 pub const GRID_Y: i64 = 400;
 
-/// The ride id (first CSV field) of a ride or fare line: the record key of both sources.
-pub fn key(line: &[u8]) -> &[u8] {
-    trim(line.split(|c| *c == b',').next().unwrap_or_default())
-}
-
 /// Seconds since the Unix epoch of `YYYY-MM-DD HH:MM:SS` (UTC).
 pub fn parse_time(b: &[u8]) -> Option<i64> {
     let b = trim(b);
@@ -863,7 +858,8 @@ mod tests {
             assert!(r.event_time() >= last, "{}", String::from_utf8_lossy(&line));
             last = r.event_time();
             starts += usize::from(r.is_start);
-            assert_eq!(key(&line), r.ride_id.to_string().as_bytes());
+            let source = &crate::pipeline("taxi-w2").unwrap().sources[0];
+            assert_eq!(source.key_of(&line), r.ride_id.to_string().as_bytes());
         }
         let mut fares = FareGenerator::new(5, 2000);
         assert_eq!(fares.len(), starts as u64);

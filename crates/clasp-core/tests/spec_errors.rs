@@ -308,7 +308,7 @@ fn no_input_panics() {
 
 #[test]
 fn a_source_feeding_a_stateful_operator_needs_a_key_field() {
-    let spec = VALID.replace("to = \"split\"", "to = \"count\"");
+    let spec = format!("{VALID}\n[[stream]]\nfrom = \"lines\"\nto = \"count\"\n");
     let e = parse(&spec, "bad.toml").unwrap_err();
     assert_eq!((e.line, e.field.as_str()), (4, "source[0].key_field"));
     assert!(e.to_string().contains("feeds stateful operator `count` but declares no `key_field`"));

@@ -1,9 +1,9 @@
 //! One module per subcommand.
 
 pub mod check;
-pub mod plan;
 pub mod cut;
 pub mod r#gen;
+pub mod plan;
 
 use anyhow::Result;
 use clasp_core::Pipeline;
