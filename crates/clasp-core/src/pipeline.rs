@@ -120,6 +120,10 @@ pub struct Operator {
     pub function: String,
     /// Whether it keeps keyed state.
     pub stateful: bool,
+    /// Whether each key's records are processed in arrival order (stateful operators, unless
+    /// the spec says `ordered = false` because their updates commute). The runtime then runs
+    /// one execution of the operator at a time on each worker.
+    pub ordered: bool,
     /// What the state is keyed by (required when stateful; documents the record key).
     pub key: Option<String>,
     /// Output records per input record, if hinted.
