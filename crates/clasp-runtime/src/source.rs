@@ -1,68 +1,4 @@
-//! Inputs: where the planner's ingress reads records from, and how fast.
-
-use std::io::{self, BufRead, BufReader, Read};
-
-/// A sequence of input lines (one record each).
-pub trait InputSource: Send {
-    /// Replaces `line` with the next line (without its newline); `false` at the end.
-    fn next_line(&mut self, line: &mut Vec<u8>) -> io::Result<bool>;
-}
-
-/// Lines of a file or any reader.
-pub struct LineReader<R> {
-    reader: BufReader<R>,
-}
-
-impl<R> std::fmt::Debug for LineReader<R> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LineReader")
-    }
-}
-
-impl<R: Read> LineReader<R> {
-    /// Reads lines from `r`.
-    pub fn new(r: R) -> Self {
-        Self { reader: BufReader::with_capacity(1 << 20, r) }
-    }
-}
-
-impl<R: Read + Send> InputSource for LineReader<R> {
-    fn next_line(&mut self, line: &mut Vec<u8>) -> io::Result<bool> {
-        line.clear();
-        if self.reader.read_until(b'\n', line)? == 0 {
-            return Ok(false);
-        }
-        while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
-            line.pop();
-        }
-        Ok(true)
-    }
-}
-
-/// Lines held in memory (a corpus loaded before a measurement starts).
-#[derive(Debug)]
-pub struct MemoryLines {
-    lines: std::sync::Arc<Vec<Vec<u8>>>,
-    next: usize,
-    step: usize,
-}
-
-impl MemoryLines {
-    /// Every `step`-th line starting at `first`.
-    pub fn new(lines: std::sync::Arc<Vec<Vec<u8>>>, first: usize, step: usize) -> Self {
-        Self { lines, next: first, step: step.max(1) }
-    }
-}
-
-impl InputSource for MemoryLines {
-    fn next_line(&mut self, line: &mut Vec<u8>) -> io::Result<bool> {
-        let Some(l) = self.lines.get(self.next) else { return Ok(false) };
-        line.clear();
-        line.extend_from_slice(l);
-        self.next += self.step;
-        Ok(true)
-    }
-}
+//! How fast the planner's ingress admits input requests.
 
 /// How fast input requests enter the planner queue: a rate (requests/s) as a function of the
 /// time since the run started; `None` means as fast as the cluster takes them.
@@ -114,17 +50,6 @@ impl Pacer {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lines_without_newlines() {
-        let mut r = LineReader::new(&b"a b\r\nc\n\nlast"[..]);
-        let mut v = Vec::new();
-        let mut lines = Vec::new();
-        while r.next_line(&mut v).unwrap() {
-            lines.push(String::from_utf8(v.clone()).unwrap());
-        }
-        assert_eq!(lines, ["a b", "c", "", "last"]);
-    }
 
     #[test]
     fn pacer_spaces_requests_by_the_rate() {
