@@ -227,15 +227,10 @@ impl Controller {
                 });
             }
         }
-        if let Some(w) = self.window(s.t, c.lag_for_s) {
-            if w.iter().all(|x| x.throughput < (1.0 - c.lag) * x.input_rate) {
-                return Some(Trigger {
-                    reason: Reason::Lagging,
-                    target_rate: Self::mean_input(&w),
-                });
-            }
-        }
-        None
+        let w = self.window(s.t, c.lag_for_s)?;
+        w.iter()
+            .all(|x| x.throughput < (1.0 - c.lag) * x.input_rate)
+            .then(|| Trigger { reason: Reason::Lagging, target_rate: Self::mean_input(&w) })
     }
 
     fn reference(&mut self, s: Sample) -> Option<Trigger> {
