@@ -4,6 +4,8 @@ pub mod check;
 pub mod cut;
 pub mod r#gen;
 pub mod plan;
+pub mod run;
+pub mod worker;
 
 use anyhow::Result;
 use clasp_core::Pipeline;
