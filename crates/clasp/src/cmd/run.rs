@@ -334,10 +334,8 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     if args.slots == 0 {
         bail!("--slots must be at least 1");
     }
-    if let Some(r) = args.rate {
-        if !(r.is_finite() && r > 0.0) {
-            bail!("--rate {r} must be a positive number of requests per second");
-        }
+    if let Some(r) = args.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
+        bail!("--rate {r} must be a positive number of requests per second");
     }
     let mut pipeline = super::load_pipeline(&args.spec)?;
     apply_service_times(&mut pipeline, &args.service_time)?;
