@@ -34,8 +34,6 @@ pub struct Job {
     pub placement: Option<Placement>,
     /// The scaling policy and its settings.
     pub scaling: ScalingConfig,
-    /// Key groups per keyed operator.
-    pub key_groups: u32,
     /// Stop the inputs after this long.
     pub duration: Option<Duration>,
     /// The rate the initial placement is planned for (requests/s).
@@ -142,7 +140,7 @@ pub fn run(
     mut on_event: impl FnMut(&ScalingEvent),
 ) -> Result<JobOutput, JobError> {
     let placement = initial_placement(&job)?;
-    let keys = assign_keys(&job.pipeline, &placement, job.key_groups, None);
+    let keys = assign_keys(&job.pipeline, &placement, job.planner.settings.key_groups, None);
     let workers = placement.workers as usize;
     let policy = job.scaling.policy;
     let mut cluster = Cluster::start(

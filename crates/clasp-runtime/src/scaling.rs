@@ -131,6 +131,11 @@ impl Scaler {
         &self.placement
     }
 
+    /// The key assignment running now.
+    pub fn keys(&self) -> &KeyAssignment {
+        &self.keys
+    }
+
     /// The current estimates.
     pub fn estimates(&self) -> Coefficients {
         self.estimator.coefficients()

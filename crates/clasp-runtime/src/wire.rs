@@ -49,6 +49,8 @@ pub struct Hello {
 pub struct WorkerSettings {
     /// Records per chained request.
     pub batch_size: u32,
+    /// Key groups of every keyed operator (fixed for the cluster's lifetime).
+    pub key_groups: u32,
     /// Metrics interval (ms).
     pub interval_ms: u64,
     /// How long a sender may wait to fill a write (µs); 0 writes as soon as its queue is empty.

@@ -328,7 +328,7 @@ fn build_shared(
 ) -> Result<Arc<WorkerShared>, WorkerError> {
     let pipeline = Arc::new(w.pipeline);
     let ops = registry.instantiate_all(&pipeline)?;
-    let groups = w.routing.as_ref().map_or(1024, |r| r.keys.groups).max(1);
+    let groups = w.settings.key_groups.max(1);
     let stores = pipeline
         .operators
         .iter()

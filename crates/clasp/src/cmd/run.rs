@@ -334,6 +334,9 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     if args.slots == 0 {
         bail!("--slots must be at least 1");
     }
+    if args.key_groups == 0 {
+        bail!("--key-groups must be at least 1");
+    }
     if let Some(r) = args.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
         bail!("--rate {r} must be a positive number of requests per second");
     }
@@ -352,6 +355,7 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
         ..PlannerConfig::default()
     };
     planner.settings.batch_size = args.batch;
+    planner.settings.key_groups = args.key_groups;
     planner.settings.interval_ms = args.interval_ms;
     planner.settings.seed = args.seed;
     let duration = args.duration.or_else(|| pattern.duration().map(Duration::from_secs_f64));
@@ -366,7 +370,6 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
         launch,
         placement,
         scaling,
-        key_groups: args.key_groups,
         duration,
         initial_rate,
     };
