@@ -155,7 +155,7 @@ pub fn run(
         epoch: 1,
         placement: placement.clone(),
         keys: keys.clone(),
-    });
+    })?;
     let mut scaler = Scaler::new(job.scaling.clone(), placement, keys, 1);
     let Cluster { planner, pool } = &mut cluster;
     let mut failure: Option<ScalingError> = None;

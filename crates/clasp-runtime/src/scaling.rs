@@ -208,7 +208,7 @@ impl Scaler {
                     epoch: self.epoch,
                     placement: placement.clone(),
                     keys,
-                });
+                })?;
                 self.placement = placement;
             }
             self.controller.planned(p.t, trigger.target_rate, from, to);
