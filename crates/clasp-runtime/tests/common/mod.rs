@@ -109,11 +109,14 @@ pub fn threads() -> Launch {
     Launch::Threads(clasp_apps::registry())
 }
 
+/// `(worker, fraction, instances)` of one operator on one worker.
+pub type Slot = (u32, f64, u32);
+
 /// A placement from `(operator, [(worker, fraction, instances)])` entries.
 pub fn placement_of(
     p: &Pipeline,
     workers: u32,
-    entries: &[(&str, &[(u32, f64, u32)])],
+    entries: &[(&str, &[Slot])],
 ) -> clasp_core::placement::Placement {
     use clasp_core::placement::{OperatorPlacement, Placement, Share};
     let mut ops: Vec<OperatorPlacement> = p
