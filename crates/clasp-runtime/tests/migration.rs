@@ -20,7 +20,7 @@ use std::sync::Arc;
 /// A random placement of WC on 1..=3 workers with random fractions and instances.
 fn random_placement(p: &clasp_core::Pipeline, rng: &mut SplitMix64) -> Placement {
     let workers = 1 + rng.below(3) as u32;
-    let mut entries: Vec<(String, Vec<(u32, f64, u32)>)> = Vec::new();
+    let mut entries: Vec<(String, Vec<Slot>)> = Vec::new();
     for op in ["split", "count"] {
         let on: Vec<u32> = (0..workers).filter(|_| rng.chance(0.7)).collect();
         let on = if on.is_empty() { vec![rng.below(u64::from(workers)) as u32] } else { on };
@@ -42,7 +42,7 @@ fn random_placement(p: &clasp_core::Pipeline, rng: &mut SplitMix64) -> Placement
             split.push((w, f, 1));
         }
     }
-    let borrowed: Vec<(&str, &[(u32, f64, u32)])> =
+    let borrowed: Vec<(&str, &[Slot])> =
         entries.iter().map(|(n, s)| (n.as_str(), s.as_slice())).collect();
     placement_of(p, workers, &borrowed)
 }
