@@ -119,7 +119,8 @@ pub struct SimConfig {
     pub saturation_wait_ms: f64,
     /// Simulated time (s).
     pub duration_s: f64,
-    /// Chains completing before this time (s) are not measured.
+    /// Chains completing before this time (s) are not measured; rounded up to a whole number
+    /// of intervals, so that the measured totals are whole intervals' reports.
     pub warmup_s: f64,
     /// Every random draw derives from it.
     pub seed: u64,

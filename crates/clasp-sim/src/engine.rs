@@ -560,6 +560,7 @@ impl<'p> Simulation<'p> {
     fn collect_reports(&mut self, secs: f64, measuring: bool) -> Vec<WorkerReport> {
         let mut reports = Vec::new();
         for w in 0..self.workers.len() {
+            self.workers[w].flush(self.now);
             let worker = &self.workers[w];
             let busy = worker.counters.ops.iter().any(|o| o.processed > 0);
             if !(worker.active || busy) {

@@ -236,6 +236,11 @@ impl Worker {
         self.last = now;
     }
 
+    /// Brings the queue and busy areas up to `now` (before a report is taken).
+    pub fn flush(&mut self, now: Nanos) {
+        self.touch(now);
+    }
+
     /// Work per µs each CPU-phase execution receives.
     #[inline]
     fn rate(&self) -> f64 {
