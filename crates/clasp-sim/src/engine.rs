@@ -693,6 +693,7 @@ impl<'p> Simulation<'p> {
             timeline: std::mem::take(&mut self.timeline),
             coefficients: self.controller.as_ref().map(Controller::coefficients),
             stats,
+            placement: Some(self.routing.placement.clone()),
             events: self.events,
         }
     }

@@ -2,6 +2,7 @@
 //! statistics interval, and every scaling event.
 
 use crate::controller::Reason;
+use clasp_core::placement::Placement;
 use clasp_core::stats::{Coefficients, ObservedStats};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -139,6 +140,8 @@ pub struct SimSummary {
     pub coefficients: Option<Coefficients>,
     /// Statistics of the last window, in the `clasp.stats/1` schema.
     pub stats: ObservedStats,
+    /// The placement in force at the end.
+    pub placement: Option<Placement>,
     /// Events processed.
     pub events: u64,
 }
