@@ -4,6 +4,7 @@ pub mod check;
 pub mod cut;
 pub mod r#gen;
 pub mod plan;
+pub mod sim;
 
 use anyhow::Result;
 use clasp_core::Pipeline;
