@@ -136,7 +136,10 @@ impl<'p> Simulation<'p> {
                         c.plan.max_workers, cfg.max_workers
                     )));
                 }
-                (initial_placement(p, &model, cfg.slots), Some(Controller::new(c, p.operators.len())?))
+                (
+                    initial_placement(p, &model, cfg.slots),
+                    Some(Controller::new(c, p.operators.len())?),
+                )
             }
         };
         let keys = assign_keys(p, &placement, cfg.key_groups, None);
@@ -438,8 +441,11 @@ impl<'p> Simulation<'p> {
                 }
             });
             let dispatch_us = alpha * f64::from(local) + beta * f64::from(remote);
-            let (sleep, work_us) =
-                if m.sleeps { (us_to_ns(exec_us), dispatch_us) } else { (0, exec_us + dispatch_us) };
+            let (sleep, work_us) = if m.sleeps {
+                (us_to_ns(exec_us), dispatch_us)
+            } else {
+                (0, exec_us + dispatch_us)
+            };
             let job = Job {
                 req,
                 seed,
@@ -633,22 +639,20 @@ impl<'p> Simulation<'p> {
     fn control(&mut self, t: f64, sample: Sample) {
         let Some(ctrl) = self.controller.as_mut() else { return };
         let reports: Vec<&WorkerReport> = self.log.window(t, t).collect();
-        let parallelism: Vec<u32> = self
-            .p
-            .operators
-            .iter()
-            .map(|o| self.routing.total_instances(o.id))
-            .collect();
+        let parallelism: Vec<u32> =
+            self.p.operators.iter().map(|o| self.routing.total_instances(o.id)).collect();
         ctrl.observe_interval(self.p, &reports, sample, &parallelism);
         if self.migration.is_some() {
             return;
         }
-        let Some((reason, target)) = ctrl.trigger(self.planner.dispatched, self.planner.unthrottled)
+        let Some((reason, target)) =
+            ctrl.trigger(self.planner.dispatched, self.planner.unthrottled)
         else {
             return;
         };
         let from = (t - self.cfg.window_s).max(self.window_start);
-        let step = ctrl.decide(self.p, &self.log, (from, t), &self.routing.placement, reason, target);
+        let step =
+            ctrl.decide(self.p, &self.log, (from, t), &self.routing.placement, reason, target);
         // A policy that cannot decide (no throughput observed yet, say) leaves things as they
         // are; the next trigger tries again.
         if let Ok(Some(step)) = step {
@@ -717,7 +721,8 @@ impl<'p> Simulation<'p> {
         let window = Window {
             inputs: &inputs,
             completed: &completed,
-            planner_queue: rows.iter().map(|r| r.planner_queue).sum::<f64>() / rows.len().max(1) as f64,
+            planner_queue: rows.iter().map(|r| r.planner_queue).sum::<f64>()
+                / rows.len().max(1) as f64,
             workers_used: self.routing.workers(),
         };
         let mut stats = observe(self.p, &reports, &window);
@@ -810,7 +815,8 @@ mod tests {
         let mut rng = SplitMix64::new(9);
         let n = 200_000;
         for dist in [ServiceDist::Exponential, ServiceDist::LogNormal { cv: 0.5 }] {
-            let mean: f64 = (0..n).map(|_| draw_service(400.0, dist, &mut rng)).sum::<f64>() / n as f64;
+            let mean: f64 =
+                (0..n).map(|_| draw_service(400.0, dist, &mut rng)).sum::<f64>() / n as f64;
             assert!((mean - 400.0).abs() < 4.0, "{dist}: {mean}");
         }
         assert_eq!(draw_service(400.0, ServiceDist::Deterministic, &mut rng), 400.0);

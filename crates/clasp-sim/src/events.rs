@@ -187,6 +187,9 @@ mod tests {
         assert_eq!(l.pop().unwrap().to, 1);
         assert_eq!(l.pop().unwrap().due, 107);
         assert!(l.is_empty());
-        assert_eq!((us_to_ns(1.5), s_to_ns(2.0), ns_to_s(500_000_000)), (1_500, 2_000_000_000, 0.5));
+        assert_eq!(
+            (us_to_ns(1.5), s_to_ns(2.0), ns_to_s(500_000_000)),
+            (1_500, 2_000_000_000, 0.5)
+        );
     }
 }

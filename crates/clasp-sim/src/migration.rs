@@ -64,12 +64,18 @@ impl Simulation<'_> {
     pub(crate) fn begin_migration(&mut self, step: Step) {
         let groups = self.cfg.key_groups;
         let keys = assign_keys(self.p, &step.placement, groups, Some(&self.routing.keys));
-        let plan =
-            plan_migration(self.p, &self.routing.placement, &self.routing.keys, &step.placement, &keys);
+        let plan = plan_migration(
+            self.p,
+            &self.routing.placement,
+            &self.routing.keys,
+            &step.placement,
+            &keys,
+        );
         let from = self.routing.workers();
         let to = step.placement.workers;
         let epoch = self.routing.epoch + 1;
-        let Ok(next) = Routing::new(self.p, step.placement, keys, epoch, self.cfg.max_workers) else {
+        let Ok(next) = Routing::new(self.p, step.placement, keys, epoch, self.cfg.max_workers)
+        else {
             return;
         };
         let event = ScalingEvent {
@@ -85,8 +91,14 @@ impl Simulation<'_> {
             requests_moved: 0,
         };
         let parts = plan.workers.iter().map(|_| Part::default()).collect();
-        self.migration =
-            Some(Migration { issued: self.now, plan, next: Some(next), parts, messages: Vec::new(), event });
+        self.migration = Some(Migration {
+            issued: self.now,
+            plan,
+            next: Some(next),
+            parts,
+            messages: Vec::new(),
+            event,
+        });
         let at = self.now + us_to_ns(self.cfg.remote_delay_us);
         self.timers.at(at, Timer::PlanArrives);
     }
@@ -175,7 +187,8 @@ impl Simulation<'_> {
             };
             let groups: u64 = t.groups.iter().map(|g| g.groups.len() as u64).sum();
             let keys = groups * per_group;
-            let bytes = keys * self.cfg.bytes_per_key + requests.len() as u64 * self.cfg.request_bytes;
+            let bytes =
+                keys * self.cfg.bytes_per_key + requests.len() as u64 * self.cfg.request_bytes;
             ready += us_to_ns(bytes as f64 / bandwidth);
             m.event.keys_moved += keys;
             m.event.requests_moved += requests.len() as u64;

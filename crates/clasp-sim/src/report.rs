@@ -153,7 +153,8 @@ fn worker_rows(p: &Pipeline, window: &[&WorkerReport]) -> (Vec<WorkerStats>, f64
     let rows = ids
         .into_iter()
         .map(|w| {
-            let mine: Vec<&WorkerReport> = window.iter().copied().filter(|r| r.worker == w).collect();
+            let mine: Vec<&WorkerReport> =
+                window.iter().copied().filter(|r| r.worker == w).collect();
             let secs: f64 = mine.iter().map(|r| r.interval_s).sum::<f64>().max(1e-9);
             span = span.max(secs);
             let n = mine.len() as f64;
@@ -282,8 +283,22 @@ mod tests {
             remote: processed,
             destinations: 1,
             ops: vec![
-                OpReport { processed, records: processed, emitted: 11 * processed, exec_us: 400.0 * processed as f64, wait_us: 2e5 * processed as f64, ..OpReport::default() },
-                OpReport { processed: 10 * processed, records: 10 * processed, exec_us: 4000.0 * processed as f64, state_keys: 7, touched: 10 * processed, ..OpReport::default() },
+                OpReport {
+                    processed,
+                    records: processed,
+                    emitted: 11 * processed,
+                    exec_us: 400.0 * processed as f64,
+                    wait_us: 2e5 * processed as f64,
+                    ..OpReport::default()
+                },
+                OpReport {
+                    processed: 10 * processed,
+                    records: 10 * processed,
+                    exec_us: 4000.0 * processed as f64,
+                    state_keys: 7,
+                    touched: 10 * processed,
+                    ..OpReport::default()
+                },
             ],
             edges: vec![0, 11 * processed],
             saturated,
@@ -295,7 +310,12 @@ mod tests {
     fn observe_sums_workers_and_averages_intervals() {
         let p = pipeline("wc.toml");
         let (a, b, c) = (report(0, 100, true), report(1, 300, true), report(0, 300, false));
-        let window = Window { inputs: &[400.0, 500.0], completed: &[390.0, 410.0], planner_queue: 3.0, workers_used: 2 };
+        let window = Window {
+            inputs: &[400.0, 500.0],
+            completed: &[390.0, 410.0],
+            planner_queue: 3.0,
+            workers_used: 2,
+        };
         let s = observe(&p, &[&a, &b, &c], &window);
         // Worker 0 reported twice: the window spans 2 s, so N_split = 700 / 2.
         assert_eq!(s.operators[0].processed_rate, 350.0);

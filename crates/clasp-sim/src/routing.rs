@@ -63,7 +63,9 @@ impl Routing {
                 }
                 let owners = keys.owners.get(op.id.index()).filter(|o| !o.is_empty());
                 match owners {
-                    Some(owners) if op.stateful => Route::Keyed(owners.iter().map(|w| w.0).collect()),
+                    Some(owners) if op.stateful => {
+                        Route::Keyed(owners.iter().map(|w| w.0).collect())
+                    }
                     _ => {
                         let mut acc = 0.0;
                         let cumulative = shares
@@ -73,7 +75,10 @@ impl Routing {
                                 acc
                             })
                             .collect();
-                        Route::Shares { workers: shares.iter().map(|s| s.worker.0).collect(), cumulative }
+                        Route::Shares {
+                            workers: shares.iter().map(|s| s.worker.0).collect(),
+                            cumulative,
+                        }
                     }
                 }
             })

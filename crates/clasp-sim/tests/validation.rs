@@ -7,8 +7,8 @@
 //! `docs/simulator.md`.
 
 use clasp_core::pattern::RatePattern;
-use clasp_sim::analytic::{md1_wait, mmc_wait};
 use clasp_core::placement::Placement;
+use clasp_sim::analytic::{md1_wait, mmc_wait};
 use clasp_sim::{Deployment, ServiceDist, SimConfig, SimSummary, Simulation};
 
 const ONE_OP: &str = r#"
@@ -76,7 +76,11 @@ fn deterministic_service_matches_pollaczek_khinchine() {
         let s = single_queue(1, rho, ServiceDist::Deterministic, 300_000.0, 5);
         let exact = md1_wait(rho / SERVICE_US, SERVICE_US);
         let err = relative_error(s.mean_queue_wait_us, exact);
-        println!("rho {rho:.2}: {:.2} us vs {exact:.2} us ({:.2} %)", s.mean_queue_wait_us, 100.0 * err);
+        println!(
+            "rho {rho:.2}: {:.2} us vs {exact:.2} us ({:.2} %)",
+            s.mean_queue_wait_us,
+            100.0 * err
+        );
         assert!(err < 0.05, "rho = {rho}");
     }
 }
@@ -119,9 +123,15 @@ fn throughput_caps_at_slots_over_service_time() {
                 ..SimConfig::queueing(c)
             };
             let placement = Placement::single_worker(&p, &[c]);
-            let s = Simulation::from_spec(&p, cfg, pattern, Deployment::Static(placement)).unwrap().run();
+            let s = Simulation::from_spec(&p, cfg, pattern, Deployment::Static(placement))
+                .unwrap()
+                .run();
             let err = relative_error(s.throughput, cap);
-            println!("c {c:>2}, {name:>11}: {:.1} /s vs {cap:.1} /s ({:.2} %)", s.throughput, 100.0 * err);
+            println!(
+                "c {c:>2}, {name:>11}: {:.1} /s vs {cap:.1} /s ({:.2} %)",
+                s.throughput,
+                100.0 * err
+            );
             assert!(err < 0.03, "c = {c} {name}: {} vs {cap}", s.throughput);
         }
     }

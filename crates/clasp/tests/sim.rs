@@ -34,8 +34,21 @@ fn same_seed_same_json_and_stats_file() {
     let stats = std::env::temp_dir().join(format!("clasp-sim-stats-{}.json", std::process::id()));
     let run = |seed: &str| {
         let args = [
-            "sim", &syn, "--policy", "clasp", "--pattern", "burst", "--rate", "600", "--duration", "40",
-            "--seed", seed, "--json", "--stats", stats.to_str().unwrap(),
+            "sim",
+            &syn,
+            "--policy",
+            "clasp",
+            "--pattern",
+            "burst",
+            "--rate",
+            "600",
+            "--duration",
+            "40",
+            "--seed",
+            seed,
+            "--json",
+            "--stats",
+            stats.to_str().unwrap(),
         ];
         let out = clasp(&args);
         assert!(out.status.success(), "{}", stderr(&out));
@@ -66,7 +79,10 @@ fn bad_input_is_a_clear_error_before_anything_runs() {
         (vec!["--policy", "clasp", "--pattern", "gradual"], "needs a rate > 0"),
         (vec!["--rate", "10"], "--workers"),
         (vec!["--workers", "12", "--rate", "10"], "--max-workers"),
-        (vec!["--workers", "2", "--rate", "10", "--duration", "5", "--warmup", "6"], "nothing to measure"),
+        (
+            vec!["--workers", "2", "--rate", "10", "--duration", "5", "--warmup", "6"],
+            "nothing to measure",
+        ),
     ] {
         let mut all = vec!["sim", wc.as_str()];
         all.extend(args.iter().copied());

@@ -53,13 +53,19 @@ pub struct EndToEndRow {
 }
 
 /// Runs the experiment for every application, both patterns and every policy.
-pub fn run(apps: &[Pipeline], setup: &Setup, policies: &[Policy]) -> Result<Vec<EndToEndRow>, SimError> {
+pub fn run(
+    apps: &[Pipeline],
+    setup: &Setup,
+    policies: &[Policy],
+) -> Result<Vec<EndToEndRow>, SimError> {
     let mut rows = Vec::new();
     for p in apps {
         let max_rate = max_throughput(p, setup, setup.sim.max_workers.min(10))?;
         let seed = setup.sim.seed;
-        let patterns =
-            [("burst", RatePattern::burst(max_rate, seed)), ("gradual", RatePattern::gradual(max_rate, seed))];
+        let patterns = [
+            ("burst", RatePattern::burst(max_rate, seed)),
+            ("gradual", RatePattern::gradual(max_rate, seed)),
+        ];
         for (name, pattern) in patterns {
             rows.extend(one(p, setup, policies, name, &setup.pattern(&pattern), max_rate)?);
         }
@@ -82,7 +88,8 @@ fn one(
     for &policy in policies {
         let s = run_elastic(p, setup, policy, pattern.clone(), duration, warmup)?;
         let (p50, p95) = (s.latency.p50_us as f64 / 1e3, s.latency.p95_us as f64 / 1e3);
-        let (ref_thr, ref_p50) = rows.first().map_or((s.throughput, p50), |r| (r.throughput, r.p50_ms));
+        let (ref_thr, ref_p50) =
+            rows.first().map_or((s.throughput, p50), |r| (r.throughput, r.p50_ms));
         rows.push(EndToEndRow {
             app: p.name.clone(),
             pattern: name.to_owned(),

@@ -80,7 +80,11 @@ impl Setup {
 
     /// The cluster configuration for one run of `run_s` after `warmup_s`.
     pub fn config(&self) -> SimConfig {
-        SimConfig { duration_s: self.warmup_s + self.run_s, warmup_s: self.warmup_s, ..self.sim.clone() }
+        SimConfig {
+            duration_s: self.warmup_s + self.run_s,
+            warmup_s: self.warmup_s,
+            ..self.sim.clone()
+        }
     }
 
     /// A pattern scaled in time by `pattern_scale` (stages shortened, rates kept).

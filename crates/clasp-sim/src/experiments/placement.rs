@@ -32,7 +32,11 @@ pub struct PlacementRow {
 }
 
 /// Runs the experiment for every application and policy (the first policy is the reference).
-pub fn run(apps: &[Pipeline], setup: &Setup, policies: &[Policy]) -> Result<Vec<PlacementRow>, SimError> {
+pub fn run(
+    apps: &[Pipeline],
+    setup: &Setup,
+    policies: &[Policy],
+) -> Result<Vec<PlacementRow>, SimError> {
     let workers = setup.sim.max_workers.min(10);
     let mut rows = Vec::new();
     for p in apps {

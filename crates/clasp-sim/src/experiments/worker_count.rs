@@ -94,7 +94,11 @@ pub struct WorkerCountReport {
 }
 
 /// Runs the experiment for every application and policy.
-pub fn run(apps: &[Pipeline], setup: &Setup, policies: &[Policy]) -> Result<WorkerCountReport, SimError> {
+pub fn run(
+    apps: &[Pipeline],
+    setup: &Setup,
+    policies: &[Policy],
+) -> Result<WorkerCountReport, SimError> {
     let mut report = WorkerCountReport::default();
     for p in apps {
         let maxima = Maxima {
@@ -113,7 +117,12 @@ pub fn run(apps: &[Pipeline], setup: &Setup, policies: &[Policy]) -> Result<Work
 }
 
 /// A policy's predictions from every source level to every other level.
-fn transitions(p: &Pipeline, setup: &Setup, policy: Policy, maxima: &Maxima) -> Result<Vec<Transition>, SimError> {
+fn transitions(
+    p: &Pipeline,
+    setup: &Setup,
+    policy: Policy,
+    maxima: &Maxima,
+) -> Result<Vec<Transition>, SimError> {
     let rates: Vec<f64> = setup.levels.iter().map(|l| l * maxima.max()).collect();
     let plan = plan_config(&setup.sim, setup.sim.max_workers);
     let mut out = Vec::new();
@@ -121,7 +130,9 @@ fn transitions(p: &Pipeline, setup: &Setup, policy: Policy, maxima: &Maxima) -> 
         let duration = 2.0 * setup.warmup_s + setup.run_s;
         let warmup = (source * setup.warmup_s).max(100.0) as u64;
         let s = run_elastic(p, setup, policy, RatePattern::constant(source), duration, warmup)?;
-        let (Some(current), Some(c)) = (s.placement.as_ref(), s.stats.coefficients) else { continue };
+        let (Some(current), Some(c)) = (s.placement.as_ref(), s.stats.coefficients) else {
+            continue;
+        };
         for (j, &target) in rates.iter().enumerate() {
             if i == j {
                 continue;
@@ -159,13 +170,17 @@ fn pct(level: f64) -> u32 {
 pub fn errors(transitions: &[Transition], policies: &[Policy]) -> Vec<Mae> {
     let mut out = Vec::new();
     for policy in policies {
-        let mine: Vec<&Transition> = transitions.iter().filter(|t| t.policy == policy.name()).collect();
+        let mine: Vec<&Transition> =
+            transitions.iter().filter(|t| t.policy == policy.name()).collect();
         let groups: [(&str, fn(&Transition) -> String); 5] = [
             ("all", |_| "all".to_owned()),
             ("target", |t| format!("{:03}", t.target_pct)),
             ("app", |t| t.app.clone()),
             ("gap", |t| format!("{:03}", t.source_pct.abs_diff(t.target_pct))),
-            ("direction", |t| if t.target_pct > t.source_pct { "up".into() } else { "down".into() }),
+            (
+                "direction",
+                |t| if t.target_pct > t.source_pct { "up".into() } else { "down".into() },
+            ),
         ];
         for (by, key) in groups {
             let mut buckets: BTreeMap<String, Vec<f64>> = BTreeMap::new();
@@ -212,7 +227,8 @@ mod tests {
         };
         let all = [t(10, 20, 1), t(20, 10, 0), t(10, 30, 2)];
         let mae = errors(&all, &[Policy::Clasp]);
-        let get = |by: &str, key: &str| mae.iter().find(|m| m.by == by && m.key == key).unwrap().mae;
+        let get =
+            |by: &str, key: &str| mae.iter().find(|m| m.by == by && m.key == key).unwrap().mae;
         assert_eq!(get("all", "all"), 1.0);
         assert_eq!(get("direction", "up"), 1.5);
         assert_eq!(get("direction", "down"), 0.0);
