@@ -47,7 +47,7 @@ fn elastic_sim(p: &Pipeline) -> Simulation<'_> {
         ..SimConfig::default()
     };
     let controller = ControllerConfig::with_policy(Policy::Clasp);
-    Simulation::from_spec(p, cfg, pattern, Deployment::Elastic(controller))
+    Simulation::from_spec(p, cfg, pattern, Deployment::Elastic(Box::new(controller)))
         .expect("valid simulation")
 }
 

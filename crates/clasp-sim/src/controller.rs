@@ -296,7 +296,7 @@ impl Controller {
         target_rate: f64,
     ) -> Result<Option<Step>, PlanError> {
         let stats = self.statistics(p, log, window, current);
-        if !(stats.throughput > 0.0) {
+        if stats.throughput.is_nan() || stats.throughput <= 0.0 {
             return Ok(None);
         }
         let input = PlanInput {

@@ -33,7 +33,7 @@ pub enum Deployment {
     Static(Placement),
     /// One worker to start with (all operators, slots split by Eq. 12), then a scaling
     /// controller with a policy.
-    Elastic(ControllerConfig),
+    Elastic(Box<ControllerConfig>),
 }
 
 /// A rare event.
@@ -138,7 +138,7 @@ impl<'p> Simulation<'p> {
                 }
                 (
                     initial_placement(p, &model, cfg.slots),
-                    Some(Controller::new(c, p.operators.len())?),
+                    Some(Controller::new(*c, p.operators.len())?),
                 )
             }
         };

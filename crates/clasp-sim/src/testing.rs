@@ -10,11 +10,6 @@ pub fn pipeline(name: &str) -> Pipeline {
     clasp_core::spec::load(&path).expect("the repository's pipelines are valid")
 }
 
-/// A pipeline from spec text.
-pub fn parse(spec: &str) -> Pipeline {
-    clasp_core::spec::parse(spec, "test.toml").expect("valid test spec")
-}
-
 /// Every operator split evenly over `workers` workers with `instances` instances each.
 pub fn spread_placement(p: &Pipeline, workers: u32, instances: u32) -> Placement {
     Placement {

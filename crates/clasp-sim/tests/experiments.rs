@@ -88,7 +88,9 @@ fn elastic(seed: u64) -> clasp_sim::SimSummary {
         ..SimConfig::default()
     };
     let controller = ControllerConfig { warmup_requests: 1_000, ..ControllerConfig::default() };
-    Simulation::from_spec(&p, cfg, pattern, Deployment::Elastic(controller)).unwrap().run()
+    Simulation::from_spec(&p, cfg, pattern, Deployment::Elastic(Box::new(controller)))
+        .unwrap()
+        .run()
 }
 
 #[test]

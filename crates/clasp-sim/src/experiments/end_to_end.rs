@@ -83,7 +83,7 @@ fn one(
 ) -> Result<Vec<EndToEndRow>, SimError> {
     let duration = pattern.duration().unwrap_or(setup.run_s);
     // The paper's 10,000 requests, or what the first 5 s of the pattern offer if fewer.
-    let warmup = pattern.volume_until(5.0 * setup.pattern_scale).min(10_000.0).max(100.0) as u64;
+    let warmup = pattern.volume_until(5.0 * setup.pattern_scale).clamp(100.0, 10_000.0) as u64;
     let mut rows: Vec<EndToEndRow> = Vec::new();
     for &policy in policies {
         let s = run_elastic(p, setup, policy, pattern.clone(), duration, warmup)?;

@@ -157,7 +157,7 @@ pub fn run_elastic(
         warmup_requests,
         ..ControllerConfig::with_policy(policy)
     };
-    Ok(Simulation::from_spec(p, cfg, pattern, Deployment::Elastic(controller))?.run())
+    Ok(Simulation::from_spec(p, cfg, pattern, Deployment::Elastic(Box::new(controller)))?.run())
 }
 
 /// The throughput of CLASP's placement over exactly `workers` workers under unthrottled input.

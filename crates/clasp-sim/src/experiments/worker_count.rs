@@ -166,13 +166,16 @@ fn pct(level: f64) -> u32 {
     (level * 100.0).round() as u32
 }
 
+/// How a transition is grouped.
+type GroupKey = fn(&Transition) -> String;
+
 /// Mean absolute errors per policy: overall, per target level, application, gap, direction.
 pub fn errors(transitions: &[Transition], policies: &[Policy]) -> Vec<Mae> {
     let mut out = Vec::new();
     for policy in policies {
         let mine: Vec<&Transition> =
             transitions.iter().filter(|t| t.policy == policy.name()).collect();
-        let groups: [(&str, fn(&Transition) -> String); 5] = [
+        let groups: [(&str, GroupKey); 5] = [
             ("all", |_| "all".to_owned()),
             ("target", |t| format!("{:03}", t.target_pct)),
             ("app", |t| t.app.clone()),

@@ -138,11 +138,11 @@ pub fn run(args: &Args) -> Result<()> {
             let rate = rate.unwrap_or(clasp_sim::controller::UNTHROTTLED_RATE);
             Deployment::Static(clasp_sim::static_placement(&p, &cfg, rate, n)?)
         }
-        (None, Some(policy)) => Deployment::Elastic(ControllerConfig {
+        (None, Some(policy)) => Deployment::Elastic(Box::new(ControllerConfig {
             plan: clasp_sim::plan_config(&cfg, args.max_workers),
             initial: cfg.costs,
             ..ControllerConfig::with_policy(policy)
-        }),
+        })),
         (None, None) => bail!("give --workers N or --policy P"),
     };
     let sim = Simulation::new(&p, model, cfg, pattern, deployment)
