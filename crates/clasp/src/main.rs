@@ -14,6 +14,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a pipeline on a cluster (embedded by default), elastically under a policy.
+    Run(cmd::run::Args),
+    /// Run the planner of a cluster whose workers join with `clasp worker --join`.
+    Planner(cmd::run::Args),
+    /// Run a worker that joins a planner.
+    Worker(cmd::worker::Args),
     /// Validate a pipeline spec and describe it.
     Check(cmd::check::Args),
     /// Plan workers, placement and parallelism for a pipeline at an input rate.
@@ -36,6 +42,9 @@ fn main() -> std::process::ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(args) => cmd::run::run(&args),
+        Command::Planner(args) => cmd::run::run_planner(&args),
+        Command::Worker(args) => cmd::worker::run(&args),
         Command::Check(args) => cmd::check::run(&args),
         Command::Plan(args) => cmd::plan::run(&args),
         Command::Cut(args) => cmd::cut::run(&args),

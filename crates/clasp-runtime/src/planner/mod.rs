@@ -294,6 +294,10 @@ pub struct Progress {
     pub workers: u32,
     /// Chains in flight.
     pub in_flight: usize,
+    /// Input requests since the start.
+    pub requests: u64,
+    /// Interval length (s).
+    pub interval_s: f64,
 }
 
 impl Planner {
@@ -527,15 +531,18 @@ impl Planner {
         let dispatcher = spawn_dispatcher(self.shared.clone(), queue_rx);
         let interval = Duration::from_millis(self.shared.config.settings.interval_ms.max(10));
         let mut next_tick = started + interval;
+        let mut last_tick = started;
         let mut last_requests = 0;
         let mut last_records = 0;
         let mut last_completed = 0;
         loop {
             let now = Instant::now();
             if now >= next_tick {
+                let elapsed = now.duration_since(last_tick);
+                last_tick = now;
                 let p = self.progress(
                     started,
-                    interval,
+                    elapsed,
                     queue_probe.len(),
                     &mut last_requests,
                     &mut last_records,
@@ -543,7 +550,8 @@ impl Planner {
                 );
                 progress(&p);
                 control(self, &p)?;
-                next_tick += interval;
+                // Ticks missed during a long step (a migration) are skipped, not caught up.
+                next_tick = Instant::now() + interval;
             }
             if duration.is_some_and(|d| started.elapsed() >= d) {
                 stop.store(true, Ordering::Release);
@@ -640,6 +648,8 @@ impl Planner {
             remote_rate: latest.iter().map(|r| r.remote as f64 / r.interval_s).sum(),
             workers: self.shared.routing().workers(),
             in_flight,
+            requests,
+            interval_s: secs,
         };
         *last_requests = requests;
         *last_records = records;

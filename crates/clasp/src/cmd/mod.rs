@@ -4,7 +4,9 @@ pub mod check;
 pub mod cut;
 pub mod r#gen;
 pub mod plan;
+pub mod run;
 pub mod sim;
+pub mod worker;
 
 use anyhow::Result;
 use clasp_core::Pipeline;
