@@ -28,6 +28,8 @@ enum Command {
     Cut(cmd::cut::Args),
     /// Write a seeded input file for an application (or profile the application on one).
     Gen(cmd::r#gen::Args),
+    /// Run a pipeline in the discrete-event simulator of a cluster.
+    Sim(cmd::sim::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -47,6 +49,7 @@ fn main() -> std::process::ExitCode {
         Command::Plan(args) => cmd::plan::run(&args),
         Command::Cut(args) => cmd::cut::run(&args),
         Command::Gen(args) => cmd::r#gen::run(&args),
+        Command::Sim(args) => cmd::sim::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -5,6 +5,7 @@ pub mod cut;
 pub mod r#gen;
 pub mod plan;
 pub mod run;
+pub mod sim;
 pub mod worker;
 
 use anyhow::Result;
