@@ -5,6 +5,7 @@
 //! written as CSV and markdown, and plots written as PNG, into one output directory.
 
 pub mod report;
+pub mod runtime;
 
 use std::fmt;
 use std::path::PathBuf;

@@ -20,6 +20,8 @@ enum Command {
     Planner(cmd::run::Args),
     /// Run a worker that joins a planner.
     Worker(cmd::worker::Args),
+    /// Run an experiment (the paper's figures, this runtime's costs).
+    Bench(cmd::bench::Args),
     /// Validate a pipeline spec and describe it.
     Check(cmd::check::Args),
     /// Plan workers, placement and parallelism for a pipeline at an input rate.
@@ -45,6 +47,7 @@ fn main() -> std::process::ExitCode {
         Command::Run(args) => cmd::run::run(&args),
         Command::Planner(args) => cmd::run::run_planner(&args),
         Command::Worker(args) => cmd::worker::run(&args),
+        Command::Bench(args) => cmd::bench::run(&args),
         Command::Check(args) => cmd::check::run(&args),
         Command::Plan(args) => cmd::plan::run(&args),
         Command::Cut(args) => cmd::cut::run(&args),

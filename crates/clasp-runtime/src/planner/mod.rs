@@ -49,7 +49,7 @@ impl Default for PlannerConfig {
                 batch_size: 256,
                 key_groups: 1024,
                 interval_ms: 1000,
-                flush_deadline_us: 0,
+                flush_deadline_us: 100,
                 max_frame: wire::DEFAULT_MAX_FRAME,
                 seed: 1,
                 saturation_queue: 500.0,
@@ -852,7 +852,7 @@ fn register(shared: &Arc<Shared>, hello: Hello, stream: TcpStream, reader: wire:
         send_stream,
         rx,
         link.counters.clone(),
-        Duration::from_micros(shared.config.settings.flush_deadline_us),
+        Duration::ZERO,
     );
     for (w, _) in &peers {
         shared.send(*w, Message::PeerJoined { worker: id, addr: hello.listen.clone() });
