@@ -13,8 +13,11 @@ use clasp_runtime::planner::{DiscardSink, Input, PlannerConfig};
 use clasp_runtime::routing::RoutingPlan;
 use std::sync::Arc;
 
+/// Lines held in memory.
+type Lines = Arc<Vec<Vec<u8>>>;
+
 /// Loads the corpus: `--set corpus=PATH`, else `count` lines of `clasp gen wc`.
-fn corpus(o: &Options) -> Result<(Arc<Vec<Vec<u8>>>, String), BenchError> {
+fn corpus(o: &Options) -> Result<(Lines, String), BenchError> {
     let mut lines = Vec::new();
     let mut line = Vec::new();
     let (mut reader, what): (Box<dyn LineSource>, String) = match o.setting("corpus") {
