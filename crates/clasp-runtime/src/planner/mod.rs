@@ -836,16 +836,20 @@ fn register(shared: &Arc<Shared>, hello: Hello, stream: TcpStream, reader: wire:
             peers: Vec::new(),
             left: false,
         });
-        (WorkerId::from(id), peers)
+        let id = WorkerId::from(id);
+        // Queued before the lock is released: once the slot is visible, other threads send to
+        // it (a worker joining at the same time announces itself with `PeerJoined`, `install`
+        // sends the routing), and the worker must read its Welcome first.
+        let welcome = Welcome {
+            worker: id,
+            pipeline: (*shared.pipeline).clone(),
+            settings: shared.config.settings.clone(),
+            peers: peers.clone(),
+            routing: Some(shared.routing().plan().clone()),
+        };
+        link.send(Message::Welcome(Box::new(welcome)));
+        (id, peers)
     };
-    let welcome = Welcome {
-        worker: id,
-        pipeline: (*shared.pipeline).clone(),
-        settings: shared.config.settings.clone(),
-        peers: peers.clone(),
-        routing: Some(shared.routing().plan().clone()),
-    };
-    link.send(Message::Welcome(Box::new(welcome)));
     let Ok(send_stream) = stream.try_clone() else { return };
     net::spawn_sender(
         format!("planner-to-{id}"),
