@@ -72,6 +72,7 @@ pub struct Welcome {
     /// The id assigned.
     pub worker: WorkerId,
     /// The pipeline, with any command-line overrides applied.
+    #[serde(with = "pipeline_as_json")]
     pub pipeline: Pipeline,
     /// Settings.
     pub settings: WorkerSettings,
@@ -79,6 +80,21 @@ pub struct Welcome {
     pub peers: Vec<(WorkerId, String)>,
     /// The current routing, if the pipeline is already placed.
     pub routing: Option<RoutingPlan>,
+}
+
+/// The pipeline travels as JSON text inside the frame: operators' `params` are free-form JSON
+/// values, which postcard (not self-describing) can encode but never decode.
+mod pipeline_as_json {
+    use clasp_core::Pipeline;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(p: &Pipeline, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&serde_json::to_string(p).map_err(serde::ser::Error::custom)?)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Pipeline, D::Error> {
+        serde_json::from_str(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
 }
 
 /// Credit returned by finished leaf requests of one chain.
@@ -368,6 +384,29 @@ mod tests {
         let err = r.read_message(&mut &huge[..]).unwrap_err();
         assert!(matches!(err, WireError::FrameTooLarge { len, .. } if len == u32::MAX - 1));
         assert!(r.buf.len() <= 256 << 10, "refused frame must not allocate");
+    }
+
+    #[test]
+    fn a_welcome_carries_operator_params() {
+        let spec = "[pipeline]\nname = \"p\"\n[[source]]\nname = \"in\"\n\
+                    [[operator]]\nname = \"a\"\n[operator.params]\nwindow = 20\nmode = \"x\"\n\
+                    [[stream]]\nfrom = \"in\"\nto = \"a\"\n";
+        let pipeline = clasp_core::spec::parse(spec, "p.toml").unwrap();
+        assert!(!pipeline.operators[0].params.is_empty());
+        let welcome = Welcome {
+            worker: WorkerId(1),
+            pipeline: pipeline.clone(),
+            settings: crate::planner::PlannerConfig::default().settings,
+            peers: Vec::new(),
+            routing: None,
+        };
+        let mut buf = Vec::new();
+        encode(&Message::Welcome(Box::new(welcome)), &mut buf);
+        let mut r = FrameReader::new("t".into(), 1 << 20);
+        match r.read_message(&mut &buf[..]).unwrap() {
+            Some(Message::Welcome(w)) => assert_eq!(w.pipeline, pipeline),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
