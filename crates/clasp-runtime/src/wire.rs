@@ -16,7 +16,7 @@ use std::io::{self, Read, Write};
 /// First bytes of every connection.
 pub const MAGIC: [u8; 8] = *b"CLASP\x00\r\n";
 /// Bumped on every incompatible change of [`Message`].
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Default largest frame accepted (bytes).
 pub const DEFAULT_MAX_FRAME: u32 = 64 << 20;
 
@@ -416,9 +416,9 @@ mod tests {
         read_preamble(&mut &ok[..], "p").unwrap();
         let err = read_preamble(&mut &b"GET / HTTP/1.1\r\n"[..], "p").unwrap_err();
         assert!(err.to_string().contains("not a clasp peer"), "{err}");
-        let mut v2 = ok.clone();
-        v2[8] = 2;
-        let err = read_preamble(&mut &v2[..], "p").unwrap_err();
-        assert!(err.to_string().contains("protocol v2, this node v1"), "{err}");
+        let mut other = ok.clone();
+        other[8] = 9;
+        let err = read_preamble(&mut &other[..], "p").unwrap_err();
+        assert!(err.to_string().contains(&format!("protocol v9, this node v{PROTOCOL_VERSION}")), "{err}");
     }
 }
