@@ -419,6 +419,9 @@ mod tests {
         let mut other = ok.clone();
         other[8] = 9;
         let err = read_preamble(&mut &other[..], "p").unwrap_err();
-        assert!(err.to_string().contains(&format!("protocol v9, this node v{PROTOCOL_VERSION}")), "{err}");
+        assert!(
+            err.to_string().contains(&format!("protocol v9, this node v{PROTOCOL_VERSION}")),
+            "{err}"
+        );
     }
 }
