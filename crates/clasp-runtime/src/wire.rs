@@ -93,8 +93,13 @@ impl DispatchCost {
         };
         let mut c = Self { local_us: 0.0, remote_us: 0.0, fanout_us: 0.0, mode };
         for term in terms.split(',').filter(|t| !t.trim().is_empty()) {
-            let (k, v) = term.split_once('=').ok_or_else(|| format!("`{term}`: expected NAME=MICROSECONDS"))?;
-            let v: f64 = v.trim().parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0).ok_or_else(|| format!("`{term}`: `{v}` is not a number of microseconds >= 0"))?;
+            let (k, v) = term
+                .split_once('=')
+                .ok_or_else(|| format!("`{term}`: expected NAME=MICROSECONDS"))?;
+            let v: f64 =
+                v.trim().parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0).ok_or_else(
+                    || format!("`{term}`: `{v}` is not a number of microseconds >= 0"),
+                )?;
             match k.trim() {
                 "local" => c.local_us = v,
                 "remote" => c.remote_us = v,

@@ -271,7 +271,7 @@ impl Outbox {
             }
         }
         self.remote_targets.clear();
-        service::spend(micros, cost.mode);
+        spend_off_cpu(&self.shared, micros, cost.mode);
     }
 
     /// Buffers a chained request for worker `w`; a full batch goes at once.
@@ -357,6 +357,17 @@ impl Emitter for Outbox {
     }
 }
 
+/// Spends an emulated time; while it sleeps, the executor does not count as using a core.
+fn spend_off_cpu(shared: &WorkerShared, micros: f64, mode: clasp_core::pipeline::ServiceMode) {
+    if mode == clasp_core::pipeline::ServiceMode::Sleep && micros > 0.0 {
+        shared.sched.off_cpu();
+        service::spend(micros, mode);
+        shared.sched.back_on_cpu();
+    } else {
+        service::spend(micros, mode);
+    }
+}
+
 /// The loop of executor thread `index`.
 pub fn run(shared: Arc<WorkerShared>, index: usize) {
     service::tighten_timer_slack();
@@ -400,7 +411,7 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
             &mut rejects,
         );
         if let Some(service) = shared.pipeline.operator(op).service {
-            service::spend(service.micros_for(req.batch.len()), service.mode);
+            spend_off_cpu(&shared, service.micros_for(req.batch.len()), service.mode);
         }
         clock = Instant::now();
         let exec_ns = clock.duration_since(started).as_nanos() as u64;

@@ -8,6 +8,7 @@
 use crate::request::Request;
 use clasp_core::OperatorId;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -24,11 +25,17 @@ struct Inner {
 }
 
 /// The queue shared by the receivers, the executors and the migration handler.
+///
+/// Idle executors are woken only while fewer executors than cores are running on a CPU:
+/// more would just take turns on the cores. An executor sleeping in an emulated service time
+/// does not count as running, so slot-bound (sleep) workloads still use every slot.
 #[derive(Debug)]
 pub struct Scheduler {
     inner: Mutex<Inner>,
     work: Condvar,
     drained: Condvar,
+    cores: u32,
+    on_cpu: AtomicU32,
 }
 
 /// What an executor gets.
@@ -63,7 +70,25 @@ impl Scheduler {
             }),
             work: Condvar::new(),
             drained: Condvar::new(),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            on_cpu: AtomicU32::new(0),
         }
+    }
+
+    /// How many idle executors to wake for `queued` runnable requests.
+    fn wakes(&self, idle: u32, queued: usize) -> u32 {
+        let free_cores = self.cores.saturating_sub(self.on_cpu.load(Ordering::Relaxed));
+        idle.min(queued as u32).min(free_cores)
+    }
+
+    /// The calling executor stops using a CPU (it is about to sleep in a service time).
+    pub fn off_cpu(&self) {
+        self.on_cpu.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The calling executor uses a CPU again.
+    pub fn back_on_cpu(&self) {
+        self.on_cpu.fetch_add(1, Ordering::Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -81,7 +106,7 @@ impl Scheduler {
             n += 1;
         }
         g.queued += n;
-        let wake = g.idle_executors.min(n as u32);
+        let wake = self.wakes(g.idle_executors, n);
         drop(g);
         for _ in 0..wake {
             self.work.notify_one();
@@ -124,6 +149,7 @@ impl Scheduler {
         if let Some(op) = finished {
             g.running[op.index()] -= 1;
             g.running_total -= 1;
+            self.on_cpu.fetch_sub(1, Ordering::Relaxed);
             if g.paused && g.running_total == 0 {
                 self.drained.notify_all();
             }
@@ -148,7 +174,8 @@ impl Scheduler {
                 g.queued -= 1;
                 g.running[op] += 1;
                 g.running_total += 1;
-                let wake = g.idle_executors.min(g.queued as u32);
+                self.on_cpu.fetch_add(1, Ordering::Relaxed);
+                let wake = self.wakes(g.idle_executors, g.queued);
                 drop(g);
                 for _ in 0..wake {
                     self.work.notify_one();
@@ -175,6 +202,7 @@ impl Scheduler {
         let mut g = self.lock();
         g.running[op.index()] -= 1;
         g.running_total -= 1;
+        self.on_cpu.fetch_sub(1, Ordering::Relaxed);
         if g.paused && g.running_total == 0 {
             self.drained.notify_all();
         }
