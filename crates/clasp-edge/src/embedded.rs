@@ -108,8 +108,10 @@ pub fn run(
         }
     }
     let cloud = cloud_thread.join().unwrap_or_else(|_| Err(EdgeError::Runtime("the cloud panicked".into())));
+    // The cloud's error says why devices lost their connection; a device's error says why the
+    // cloud saw it go.
     match (cloud, first_error) {
         (Ok(cloud), None) => Ok(EmbeddedReport { cloud, devices: reports }),
-        (_, Some(e)) | (Err(e), None) => Err(e),
+        (Err(e), _) | (Ok(_), Some(e)) => Err(e),
     }
 }
