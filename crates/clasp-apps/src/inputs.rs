@@ -5,17 +5,11 @@
 //! (SD's mote id, the taxi sources' ride id) and empty otherwise. Generated files are in the same
 //! public formats as the real data sets, so one loader reads both.
 
+use clasp_core::input::LineSource;
 use std::io::{self, BufRead, Write};
 
 /// The lines generated or loaded for one source: `(source name, lines)`.
 pub type SourceLines = (String, Vec<Vec<u8>>);
-
-/// A stream of input lines.
-pub trait LineSource: Send {
-    /// Writes the next line (without line terminator) into `out`, which is cleared first;
-    /// `false` when the source is exhausted.
-    fn next_line(&mut self, out: &mut Vec<u8>) -> bool;
-}
 
 /// One input of one application.
 #[derive(Clone, Copy)]
@@ -50,7 +44,7 @@ impl SourceDef {
         let mut g = self.generator(count, seed);
         let mut line = Vec::new();
         let mut n = 0;
-        while g.next_line(&mut line) {
+        while g.next_line(&mut line)? {
             line.push(b'\n');
             out.write_all(&line)?;
             n += 1;
@@ -99,13 +93,13 @@ struct Counted<G> {
 }
 
 impl<G: Send> LineSource for Counted<G> {
-    fn next_line(&mut self, out: &mut Vec<u8>) -> bool {
+    fn next_line(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
         if self.left == 0 {
-            return false;
+            return Ok(false);
         }
         self.left -= 1;
         (self.next)(&mut self.generator, out);
-        true
+        Ok(true)
     }
 }
 
@@ -118,8 +112,8 @@ fn counted<G: Send + 'static>(
 }
 
 impl LineSource for crate::taxi::FareGenerator {
-    fn next_line(&mut self, out: &mut Vec<u8>) -> bool {
-        crate::taxi::FareGenerator::next_line(self, out)
+    fn next_line(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        Ok(crate::taxi::FareGenerator::next_line(self, out))
     }
 }
 

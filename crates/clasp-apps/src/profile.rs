@@ -5,7 +5,8 @@
 //! CLASP paper's per-tuple invocations, so "executions" are the paper's requests.
 //! `clasp gen <app> --profile --count 100000` prints the table of `docs/apps.md`.
 
-use crate::inputs::{self, LineSource, SourceLines};
+use crate::inputs::{self, SourceLines};
+use clasp_core::input::LineSource;
 use clasp_core::local::{LocalDriver, LocalOptions, OperatorStats};
 use clasp_core::{Pipeline, SourceId};
 use std::fmt::Write as _;
@@ -107,7 +108,8 @@ pub fn generate(app: &str, count: u64, seed: u64) -> Result<Vec<SourceLines>, St
 fn collect(mut g: Box<dyn LineSource>) -> Vec<Vec<u8>> {
     let mut v = Vec::new();
     let mut line = Vec::new();
-    while g.next_line(&mut line) {
+    // Generators never fail.
+    while g.next_line(&mut line).unwrap_or(false) {
         v.push(line.clone());
     }
     v

@@ -11,6 +11,7 @@
 pub mod batch;
 pub mod hash;
 pub mod ids;
+pub mod input;
 pub mod kind;
 pub mod local;
 pub mod operator;

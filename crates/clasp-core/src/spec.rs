@@ -47,6 +47,8 @@ pub enum Problem {
     StatefulWithoutKey(String),
     /// `key` on an operator that is not stateful.
     KeyWithoutState(String),
+    /// `ordered` on an operator that is not stateful.
+    OrderedWithoutState(String),
     /// An operator no source reaches.
     Unreachable(String),
     /// A source that feeds nothing, or a sink that receives nothing.
@@ -87,6 +89,9 @@ impl fmt::Display for Problem {
             }
             Self::KeyWithoutState(op) => {
                 write!(f, "operator `{op}` has a `key` but is not stateful")
+            }
+            Self::OrderedWithoutState(op) => {
+                write!(f, "operator `{op}` sets `ordered` but is not stateful")
             }
             Self::Unreachable(op) => write!(f, "operator `{op}` is not reachable from any source"),
             Self::Dangling(what) => write!(f, "{what}"),
@@ -141,6 +146,9 @@ impl Problem {
                     .into()
             }
             Self::KeyWithoutState(_) => "set `stateful = true` or remove `key`".into(),
+            Self::OrderedWithoutState(_) => {
+                "`ordered` only applies to stateful operators: remove it".into()
+            }
             Self::Unreachable(_) => {
                 "add a [[stream]] that connects it to a source or upstream operator, or remove it"
                     .into()
@@ -220,6 +228,7 @@ struct RawOperator {
     kind: Option<Spanned<String>>,
     function: Option<Spanned<String>>,
     stateful: Option<bool>,
+    ordered: Option<Spanned<bool>>,
     key: Option<Spanned<String>>,
     selectivity: Option<Spanned<f64>>,
     service_time_us: Option<Spanned<f64>>,
@@ -527,6 +536,13 @@ impl Validator<'_> {
             }
             _ => {}
         }
+        if let (Some(ord), false) = (&o.ordered, stateful) {
+            return Err(self.error(
+                ord.span(),
+                format!("{field}.ordered"),
+                Problem::OrderedWithoutState(name),
+            ));
+        }
         let selectivity = self.non_negative(&o.selectivity, format!("{field}.selectivity"))?;
         let micros = self.non_negative(&o.service_time_us, format!("{field}.service_time_us"))?;
         let mode = self.choice(
@@ -560,6 +576,7 @@ impl Validator<'_> {
                 .as_ref()
                 .map_or_else(|| "identity".into(), |f| f.get_ref().clone()),
             stateful,
+            ordered: stateful && o.ordered.as_ref().is_none_or(|v| *v.get_ref()),
             key,
             selectivity,
             service: micros.map(|micros| ServiceTime { micros, mode, per }),

@@ -115,6 +115,14 @@ fn cases() -> Vec<Case> {
             help: "add a [[stream]]",
         },
         Case {
+            name: "ordered on a stateless operator",
+            spec: edit("kind = \"flatmap\"", "kind = \"flatmap\"\nordered = false"),
+            line: 10,
+            field: "operator[0].ordered",
+            message: "operator `split` sets `ordered` but is not stateful",
+            help: "only applies to stateful operators",
+        },
+        Case {
             name: "unknown kind",
             spec: edit("kind = \"flatmap\"", "kind = \"flatmapp\""),
             line: 9,

@@ -17,13 +17,13 @@ use crate::error::EdgeError;
 use crate::input::{self, InputSpec, Replay, ReplayInput, Share};
 use crate::protocol::{self, Hello, ToCloud, ToDevice};
 use crate::subgraph::{self, CloudGraph};
+use clasp_core::input::{InputRecord, LineSource, Next};
 use clasp_core::{Batch, Endpoint, Pipeline, Registry};
 use clasp_plan::edgecut::{CostModel, Devices};
 use clasp_runtime::cluster::{Cluster, Launch, contiguous_keys, spread};
 use clasp_runtime::planner::stats::Latency;
 use clasp_runtime::planner::{Input, PlannerConfig, SinkOutput};
 use clasp_runtime::routing::RoutingPlan;
-use clasp_runtime::source::{InputRecord, InputSource, Next};
 use clasp_runtime::worker::executor::now_ns;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use hdrhistogram::Histogram;
@@ -680,7 +680,7 @@ impl ConnectorInput {
     }
 }
 
-impl InputSource for ConnectorInput {
+impl LineSource for ConnectorInput {
     fn next_line(&mut self, line: &mut Vec<u8>) -> io::Result<bool> {
         let mut rec = InputRecord::default();
         loop {

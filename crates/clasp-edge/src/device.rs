@@ -290,6 +290,7 @@ impl Outbox {
     fn send(&mut self, engine: &mut Engine, link: &mut Uplink) -> Result<(), EdgeError> {
         let origin = self.oldest_ns.take().unwrap_or_else(now_ns);
         engine.drain(|connector, records| link.data(connector, origin, records))?;
+        link.flush()?;
         self.pending = 0;
         self.since = Instant::now();
         Ok(())
@@ -485,6 +486,12 @@ impl Uplink {
         let n = written.map_err(|e| self.protocol(&format!("sending: {e}")))?;
         self.bytes += n as u64;
         Ok(())
+    }
+
+    /// Hands what was written to the link now rather than when a buffer fills.
+    fn flush(&mut self) -> Result<(), EdgeError> {
+        let flushed = self.writer.as_mut().map_or(Ok(()), Write::flush);
+        flushed.map_err(|e| self.protocol(&format!("sending: {e}")))
     }
 
     /// Sends `End`, delivers everything and waits for the cloud's acknowledgement; returns the

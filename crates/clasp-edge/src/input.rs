@@ -13,7 +13,7 @@
 //! time. `speed = 0` replays as fast as possible.
 
 use crate::error::EdgeError;
-use clasp_apps::inputs::LineSource;
+use clasp_core::input::LineSource;
 use clasp_core::hash::key_hash;
 use clasp_core::pipeline::Source;
 use clasp_core::{Pipeline, SourceId};
@@ -206,7 +206,11 @@ impl Replay {
 
     fn read_line(&mut self, line: &mut Vec<u8>) -> Result<bool, EdgeError> {
         match &mut self.lines {
-            Lines::Generated(g) => Ok(g.next_line(line)),
+            Lines::Generated(g) => g.next_line(line).map_err(|error| EdgeError::Read {
+                source_name: self.decl.name.clone(),
+                path: "generator".into(),
+                error,
+            }),
             Lines::File { reader, path } => {
                 line.clear();
                 let n = reader.read_until(b'\n', line).map_err(|error| EdgeError::Read {
@@ -237,7 +241,7 @@ impl std::fmt::Debug for ReplayInput {
     }
 }
 
-impl clasp_runtime::source::InputSource for ReplayInput {
+impl LineSource for ReplayInput {
     fn next_line(&mut self, line: &mut Vec<u8>) -> io::Result<bool> {
         self.0.next(line).map(|r| r.is_some()).map_err(|e| io::Error::other(e.to_string()))
     }

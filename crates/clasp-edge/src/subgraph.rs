@@ -214,6 +214,9 @@ impl SpecBuilder {
         t.insert("kind".into(), text(o.kind.as_str()));
         t.insert("function".into(), text(&o.function));
         t.insert("stateful".into(), Value::Boolean(o.stateful));
+        if o.stateful {
+            t.insert("ordered".into(), Value::Boolean(o.ordered));
+        }
         if let Some(k) = &o.key {
             t.insert("key".into(), text(k));
         }

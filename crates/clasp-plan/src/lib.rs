@@ -14,6 +14,7 @@
 //! | [`limit`] | highest rate that fits the worker limit, cached | §4.3.2 |
 //! | [`parallelism`] | instances per operator and worker | Eq. 10–12 |
 //! | [`policy`] | the policies behind one interface | §4.3, §5 |
+//! | [`controller`] | when to rescale: triggers, warm-up, cooldown | §5.1.1, DESIGN §7 |
 //! | [`baselines`] | FaaSFlow, Zhang24 and DS2 worker counts and placements | §5, DESIGN §7 |
 //! | [`keys`] | key groups shared by worker fractions, minimal movement; worker remapping | §4.4 |
 //! | [`migration`] | the migration plan between two placements | §4.4, Fig. 7 |
@@ -24,6 +25,7 @@
 pub mod baselines;
 pub mod capacity;
 pub mod config;
+pub mod controller;
 pub mod edgecut;
 pub mod error;
 pub mod estimator;

@@ -6,6 +6,7 @@
 //! to [`Decision::new`]; an "-SP" ablation (a baseline's worker count with CLASP's placement)
 //! is one call to [`clasp_on_workers`].
 
+use crate::baselines::{ds2, faasflow, zhang24};
 use crate::capacity::{WorkerLoad, placement_loads};
 use crate::config::PlanConfig;
 use crate::error::PlanError;
@@ -25,6 +26,16 @@ use std::str::FromStr;
 pub enum Policy {
     /// CLASP (§4.3): reverse-topological packing with the chained-request cost model.
     Clasp,
+    /// FaaSFlow: slot-based worker count, operators grouped along heavy edges.
+    FaasFlow,
+    /// Zhang24: fitted overhead model, instances spread by affinity and balance.
+    Zhang24,
+    /// DS2: instances from true processing rates.
+    Ds2,
+    /// FaaSFlow's worker count with CLASP's placement (ablation, §5.6).
+    FaasFlowSp,
+    /// Zhang24's worker count with CLASP's placement (ablation, §5.6).
+    Zhang24Sp,
     /// Keep the current placement (everything on one worker if there is none); reports the
     /// rate that placement sustains.
     Static,
@@ -32,12 +43,25 @@ pub enum Policy {
 
 impl Policy {
     /// Every policy, in the order they are listed to users.
-    pub const ALL: &'static [Policy] = &[Policy::Clasp, Policy::Static];
+    pub const ALL: &'static [Policy] = &[
+        Policy::Clasp,
+        Policy::FaasFlow,
+        Policy::Zhang24,
+        Policy::Ds2,
+        Policy::FaasFlowSp,
+        Policy::Zhang24Sp,
+        Policy::Static,
+    ];
 
     /// The name used on the command line and in reports.
     pub fn name(self) -> &'static str {
         match self {
             Self::Clasp => "clasp",
+            Self::FaasFlow => "faasflow",
+            Self::Zhang24 => "zhang24",
+            Self::Ds2 => "ds2",
+            Self::FaasFlowSp => "faasflow-sp",
+            Self::Zhang24Sp => "zhang24-sp",
             Self::Static => "static",
         }
     }
@@ -56,6 +80,38 @@ impl Policy {
         input.validate()?;
         match self {
             Self::Clasp => clasp(self, input, cache),
+            Self::FaasFlow => {
+                let cfg = faasflow_config(input.config);
+                let n =
+                    faasflow::worker_count(input.pipeline, input.stats, input.target_rate, &cfg);
+                let placement =
+                    faasflow::place(input.pipeline, input.stats, input.target_rate, n, &cfg);
+                baseline(self, input, placement)
+            }
+            Self::Zhang24 => {
+                let cfg = zhang24_config(input.config);
+                let n = zhang24::worker_count(input.pipeline, input.stats, input.target_rate, &cfg);
+                let placement =
+                    zhang24::place(input.pipeline, input.stats, input.target_rate, n, &cfg);
+                baseline(self, input, placement)
+            }
+            Self::Ds2 => {
+                let cfg = ds2_config(input.config);
+                let n = ds2::worker_count(input.pipeline, input.stats, input.target_rate, &cfg);
+                let placement = ds2::place(input.pipeline, input.stats, input.target_rate, n, &cfg);
+                baseline(self, input, placement)
+            }
+            Self::FaasFlowSp => {
+                let cfg = faasflow_config(input.config);
+                let n =
+                    faasflow::worker_count(input.pipeline, input.stats, input.target_rate, &cfg);
+                clasp_on_workers(self, input, n)
+            }
+            Self::Zhang24Sp => {
+                let cfg = zhang24_config(input.config);
+                let n = zhang24::worker_count(input.pipeline, input.stats, input.target_rate, &cfg);
+                clasp_on_workers(self, input, n)
+            }
             Self::Static => keep(self, input),
         }
     }
@@ -201,6 +257,34 @@ impl Decision {
     pub fn max_load(&self) -> f64 {
         self.loads.iter().map(|l| l.load).fold(0.0, f64::max)
     }
+}
+
+/// The baselines' settings, with the slots and worker limit of the shared configuration.
+fn faasflow_config(c: &PlanConfig) -> faasflow::Config {
+    faasflow::Config { slots: c.slots_per_worker, max_workers: c.max_workers }
+}
+
+fn zhang24_config(c: &PlanConfig) -> zhang24::Config {
+    zhang24::Config {
+        slots: c.slots_per_worker,
+        max_workers: c.max_workers,
+        ..zhang24::Config::default()
+    }
+}
+
+fn ds2_config(c: &PlanConfig) -> ds2::Config {
+    ds2::Config { slots: c.slots_per_worker, max_workers: c.max_workers }
+}
+
+/// A baseline's own placement, with its Eq. 8 loads under the CLASP model for comparison.
+fn baseline(
+    policy: Policy,
+    input: &PlanInput<'_>,
+    placement: Placement,
+) -> Result<Decision, PlanError> {
+    let proj = input.projection()?;
+    let order = placement_order(input.pipeline, &proj);
+    Ok(Decision::new(policy, input, &proj, order, placement))
 }
 
 /// CLASP: pack at the target rate within the worker limit; if it does not fit, the highest
@@ -366,7 +450,11 @@ mod tests {
         assert_eq!("clasp".parse::<Policy>(), Ok(Policy::Clasp));
         assert_eq!(" Static ".parse::<Policy>(), Ok(Policy::Static));
         let e = "fifo".parse::<Policy>().unwrap_err().to_string();
-        assert_eq!(e, "unknown policy `fifo`; valid policies: clasp, static");
+        assert_eq!(
+            e,
+            "unknown policy `fifo`; valid policies: clasp, faasflow, zhang24, ds2, faasflow-sp, \
+             zhang24-sp, static"
+        );
         for p in Policy::ALL {
             assert_eq!(p.to_string().parse::<Policy>(), Ok(*p));
         }

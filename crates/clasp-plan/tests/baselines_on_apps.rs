@@ -91,3 +91,33 @@ fn baseline_decisions_are_deterministic() {
         assert_eq!(a, b, "{}", p.name);
     }
 }
+
+/// Every policy behind the shared interface gives a valid decision on every pipeline, within
+/// the worker limit, and the "-SP" ablations use their baseline's worker count.
+#[test]
+fn every_policy_decides_on_every_pipeline() {
+    use clasp_plan::{PlanConfig, PlanInput, Policy};
+    let config = PlanConfig::default();
+    for p in pipelines() {
+        let stats = ObservedStats::from_spec(&p, 2_000.0, 400.0);
+        let input = PlanInput {
+            pipeline: &p,
+            stats: &stats,
+            target_rate: 2_000.0,
+            coefficients: clasp_core::stats::Coefficients::PAPER,
+            config: &config,
+            current: None,
+        };
+        for &policy in Policy::ALL {
+            let d = policy.decide(&input).unwrap_or_else(|e| panic!("{} {policy}: {e}", p.name));
+            d.placement.check(&p).unwrap_or_else(|e| panic!("{} {policy}: {e}", p.name));
+            assert!((1..=config.max_workers).contains(&d.workers), "{} {policy}", p.name);
+            assert_eq!(d.workers, d.placement.workers);
+        }
+        let ff = faasflow::worker_count(&p, &stats, 2_000.0, &faasflow::Config::default());
+        let ff_sp = Policy::FaasFlowSp.decide(&input).unwrap();
+        assert!(ff_sp.workers <= ff.max(1), "{}: -SP uses at most FaaSFlow's {ff}", p.name);
+        let z = zhang24::worker_count(&p, &stats, 2_000.0, &zhang24::Config::default());
+        assert!(Policy::Zhang24Sp.decide(&input).unwrap().workers <= z.max(1));
+    }
+}

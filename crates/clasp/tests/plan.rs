@@ -115,7 +115,10 @@ fn malformed_input_fails_with_a_clear_message() {
         (vec!["plan", spec.to_str().unwrap(), "--rate", "10"], "broken.toml:3"),
         (vec!["plan", wc, "--rate", "0"], "not a positive rate"),
         (vec!["plan", wc, "--rate", "-5"], "not a positive rate"),
-        (vec!["plan", wc, "--rate", "10", "--policy", "fifo"], "valid policies: clasp, static"),
+        (
+            vec!["plan", wc, "--rate", "10", "--policy", "fifo"],
+            "valid policies: clasp, faasflow, zhang24, ds2, faasflow-sp, zhang24-sp, static",
+        ),
         (vec!["plan", wc, "--rate", "10", "--max-workers", "0"], "--max-workers"),
         (vec!["plan", wc, "--rate", "10", "--coefficients", "1,2"], "alpha,beta,gamma,W"),
         (vec!["plan", wc, "--rate", "10", "--coefficients", "1,2,3,0"], "must be > 0"),

@@ -10,10 +10,11 @@ use crate::migration::{self, MigrationDone};
 use crate::net::{self, Link};
 use crate::request::{FULL_CREDIT, Request, split_credit};
 use crate::routing::{Routing, RoutingPlan};
-use crate::source::{InputRecord, InputSource, Next, Pacer, RateFn};
+use crate::source::{Pacer, RateFn};
 use crate::wire::{self, Hello, Message, Role, Welcome, WorkerSettings};
 use crate::worker::executor::now_ns;
 use chains::Chains;
+use clasp_core::input::{InputRecord, LineSource, Next};
 use clasp_core::rng::SplitMix64;
 use clasp_core::{Batch, Endpoint, OperatorId, Pipeline, SourceId, WorkerId};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -249,7 +250,7 @@ pub struct Input {
     /// The source it feeds.
     pub source: SourceId,
     /// Its records.
-    pub reader: Box<dyn InputSource>,
+    pub reader: Box<dyn LineSource>,
     /// How fast (requests/s over time).
     pub rate: RateFn,
 }

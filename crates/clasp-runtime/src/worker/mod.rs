@@ -212,8 +212,17 @@ impl WorkerShared {
         (routing, held)
     }
 
+    /// Concurrent executions allowed per operator: the plan's instances on this worker, and
+    /// one for ordered stateful operators so each key's records run in arrival order.
     fn limits(&self, routing: &Routing) -> Vec<u32> {
-        self.pipeline.operators.iter().map(|o| routing.instances(o.id, self.me)).collect()
+        self.pipeline
+            .operators
+            .iter()
+            .map(|o| {
+                let n = routing.instances(o.id, self.me);
+                if o.ordered { n.min(1) } else { n }
+            })
+            .collect()
     }
 }
 
@@ -644,6 +653,7 @@ fn migrate(
         }
     }
     done.wait_us = wait_started.elapsed().as_micros() as u64;
+    let mut migrated = Vec::new();
     done.waited_for = expected;
     for d in arrived {
         for g in d.groups {
@@ -652,8 +662,11 @@ fn migrate(
                     Some(format!("importing {} of {} from {}: {e}", g.group, g.op, d.from));
             }
         }
-        keep.extend(d.requests);
+        migrated.extend(d.requests);
     }
+    // Requests handed over were queued before anything that reached this worker directly
+    // under the new epoch: they go first, so each key keeps its order.
+    shared.sched.push_front_many(migrated);
     shared.sched.push_many(keep);
     shared.sched.resume(shared.limits(&routing));
     done.pause_us = started.elapsed().as_micros() as u64;

@@ -82,6 +82,21 @@ impl Scheduler {
         }
     }
 
+    /// Puts requests at the front of their operators' queues, in the given order (requests
+    /// handed over in a migration, older than anything queued here).
+    pub fn push_front_many(&self, reqs: Vec<Request>) {
+        let now = Instant::now();
+        let mut g = self.lock();
+        let n = reqs.len();
+        for mut r in reqs.into_iter().rev() {
+            r.enqueued = Some(now);
+            g.queues[r.op.index()].push_front(r);
+        }
+        g.queued += n;
+        drop(g);
+        self.work.notify_all();
+    }
+
     /// Blocks until a request may run or the worker stops. `before_sleep` runs (without the
     /// lock) before the executor would block, so it can flush what it buffered.
     pub fn next(&self, mut before_sleep: impl FnMut()) -> Next {

@@ -1,12 +1,12 @@
 //! Helpers shared by the runtime's integration tests.
 #![allow(dead_code)]
 
+use clasp_core::input::MemoryLines;
 use clasp_core::rng::SplitMix64;
 use clasp_core::{Pipeline, SourceId};
 use clasp_runtime::cluster::{Cluster, Launch, contiguous_keys, spread};
 use clasp_runtime::planner::{DiscardSink, Input, PlannerConfig};
 use clasp_runtime::routing::RoutingPlan;
-use clasp_runtime::source::MemoryLines;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -114,8 +114,8 @@ fn human(d: &Decision, r: &PlanReport) -> String {
         r.target_rate,
         if r.limited {
             format!(
-                " (requested {:.1}: the worker limit {} is reached)",
-                r.requested_rate, r.max_workers
+                " (requested {:.1}: no more fits in {} worker(s); limit {})",
+                r.requested_rate, r.workers, r.max_workers
             )
         } else {
             format!(" (worker limit {})", r.max_workers)

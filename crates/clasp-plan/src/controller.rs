@@ -1,0 +1,379 @@
+//! When to rescale: the triggers of CLASP §5.1.1 (the input rate changed consistently for 2 s,
+//! or throughput stayed below the input rate for 3 s), the reference implementation's rule as
+//! an option (the rate moved more than 20 % and stayed within 20 % of its new value for 5 s,
+//! plus a periodic check every 10 s), a warm-up before the first decision, and a cooldown
+//! that holds back a decision returning to the previous configuration (no flapping).
+//!
+//! Pure: the runtime and the simulator feed it one sample per stats interval.
+
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// Which trigger rule applies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TriggerRule {
+    /// The paper's text (default).
+    #[default]
+    Paper,
+    /// The reference implementation's.
+    Reference,
+}
+
+/// Trigger settings (all durations in seconds).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TriggerConfig {
+    /// Which rule.
+    pub rule: TriggerRule,
+    /// Paper rule: relative change of the input rate that counts as a change.
+    pub change: f64,
+    /// Paper rule: how long the change must persist.
+    pub change_for_s: f64,
+    /// Paper rule: throughput below `(1 − lag) ×` input rate counts as lagging.
+    pub lag: f64,
+    /// Paper rule: how long lagging must persist.
+    pub lag_for_s: f64,
+    /// Reference rule: relative move from the baseline rate.
+    pub reference_change: f64,
+    /// Reference rule: how long the rate must stay within `reference_change` of its new value.
+    pub reference_stable_s: f64,
+    /// Reference rule: periodic check interval.
+    pub reference_period_s: f64,
+    /// Input requests before the first decision.
+    pub warmup_requests: u64,
+    /// A decision back to the previous worker count within this time is held back.
+    pub cooldown_s: f64,
+}
+
+impl Default for TriggerConfig {
+    fn default() -> Self {
+        Self {
+            rule: TriggerRule::Paper,
+            change: 0.10,
+            change_for_s: 2.0,
+            lag: 0.05,
+            lag_for_s: 3.0,
+            reference_change: 0.20,
+            reference_stable_s: 5.0,
+            reference_period_s: 10.0,
+            warmup_requests: 10_000,
+            cooldown_s: 10.0,
+        }
+    }
+}
+
+impl TriggerConfig {
+    /// Checks the values are usable.
+    pub fn validate(&self) -> Result<(), String> {
+        let fractions = [
+            ("change", self.change),
+            ("lag", self.lag),
+            ("reference_change", self.reference_change),
+        ];
+        for (name, v) in fractions {
+            if !(v.is_finite() && v > 0.0 && v < 1.0) {
+                return Err(format!("trigger `{name}` = {v} must be in (0, 1)"));
+            }
+        }
+        let durations = [
+            ("change_for_s", self.change_for_s),
+            ("lag_for_s", self.lag_for_s),
+            ("reference_stable_s", self.reference_stable_s),
+            ("reference_period_s", self.reference_period_s),
+            ("cooldown_s", self.cooldown_s),
+        ];
+        for (name, v) in durations {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("trigger `{name}` = {v} must be a duration >= 0"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a rescaling was triggered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// The input rate changed and stayed changed.
+    RateChange,
+    /// Throughput stayed below the input rate.
+    Lagging,
+    /// The reference rule's periodic check.
+    Periodic,
+    /// The first decision after warm-up.
+    WarmedUp,
+}
+
+impl Reason {
+    /// Short name for logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RateChange => "rate-change",
+            Self::Lagging => "lagging",
+            Self::Periodic => "periodic",
+            Self::WarmedUp => "warmed-up",
+        }
+    }
+}
+
+/// A trigger: rescale for `target_rate`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Trigger {
+    /// Why.
+    pub reason: Reason,
+    /// The input rate to plan for (requests/s): the mean over the trigger's window.
+    pub target_rate: f64,
+}
+
+/// One stats interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    /// Seconds since the start.
+    pub t: f64,
+    /// λ_p: input requests per second.
+    pub input_rate: f64,
+    /// Λ: completed chains per second.
+    pub throughput: f64,
+    /// Input requests so far.
+    pub requests: u64,
+    /// Length of the interval the sample covers, `(t − interval, t]`.
+    pub interval: f64,
+}
+
+/// The trigger state machine.
+#[derive(Clone, Debug)]
+pub struct Controller {
+    config: TriggerConfig,
+    samples: VecDeque<Sample>,
+    /// The input rate the current configuration was planned for.
+    baseline: Option<f64>,
+    last_check: f64,
+    /// (time, worker count before, worker count after) of the last change.
+    last_change: Option<(f64, u32, u32)>,
+    warmed_up: bool,
+}
+
+impl Controller {
+    /// A controller with `config`.
+    pub fn new(config: TriggerConfig) -> Self {
+        Self {
+            config,
+            samples: VecDeque::new(),
+            baseline: None,
+            last_check: 0.0,
+            last_change: None,
+            warmed_up: false,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &TriggerConfig {
+        &self.config
+    }
+
+    /// Feeds one interval; returns a trigger if one fires.
+    pub fn observe(&mut self, s: Sample) -> Option<Trigger> {
+        self.samples.push_back(s);
+        let keep =
+            self.config.change_for_s.max(self.config.lag_for_s).max(self.config.reference_stable_s)
+                + 1.0;
+        while self.samples.front().is_some_and(|x| s.t - x.t > keep) {
+            self.samples.pop_front();
+        }
+        if !self.warmed_up {
+            if s.requests < self.config.warmup_requests || s.input_rate <= 0.0 {
+                return None;
+            }
+            self.warmed_up = true;
+            self.last_check = s.t;
+            return Some(Trigger { reason: Reason::WarmedUp, target_rate: s.input_rate });
+        }
+        match self.config.rule {
+            TriggerRule::Paper => self.paper(s),
+            TriggerRule::Reference => self.reference(s),
+        }
+    }
+
+    /// The samples covering the last `secs` seconds, if the samples reach that far back.
+    fn window(&self, now: f64, secs: f64) -> Option<Vec<Sample>> {
+        let w: Vec<Sample> = self
+            .samples
+            .iter()
+            .copied()
+            .filter(|x| now - (x.t - x.interval) <= secs + 1e-9)
+            .collect();
+        let covered = w.first().map_or(0.0, |x| now - (x.t - x.interval));
+        (covered >= secs - 1e-9).then_some(w)
+    }
+
+    fn mean_input(w: &[Sample]) -> f64 {
+        w.iter().map(|x| x.input_rate).sum::<f64>() / w.len() as f64
+    }
+
+    fn paper(&mut self, s: Sample) -> Option<Trigger> {
+        let c = &self.config;
+        let baseline = self.baseline?;
+        if let Some(w) = self.window(s.t, c.change_for_s) {
+            let changed =
+                |x: &Sample| (x.input_rate - baseline).abs() > c.change * baseline.max(1e-9);
+            let same_side = w.iter().all(|x| x.input_rate > baseline)
+                || w.iter().all(|x| x.input_rate < baseline);
+            if w.iter().all(changed) && same_side {
+                return Some(Trigger {
+                    reason: Reason::RateChange,
+                    target_rate: Self::mean_input(&w),
+                });
+            }
+        }
+        let w = self.window(s.t, c.lag_for_s)?;
+        w.iter()
+            .all(|x| x.throughput < (1.0 - c.lag) * x.input_rate)
+            .then(|| Trigger { reason: Reason::Lagging, target_rate: Self::mean_input(&w) })
+    }
+
+    fn reference(&mut self, s: Sample) -> Option<Trigger> {
+        let c = &self.config;
+        let baseline = self.baseline?;
+        if let Some(w) = self.window(s.t, c.reference_stable_s) {
+            let mean = Self::mean_input(&w);
+            let moved = (mean - baseline).abs() > c.reference_change * baseline.max(1e-9);
+            let stable = w
+                .iter()
+                .all(|x| (x.input_rate - mean).abs() <= c.reference_change * mean.max(1e-9));
+            if moved && stable {
+                self.last_check = s.t;
+                return Some(Trigger { reason: Reason::RateChange, target_rate: mean });
+            }
+        }
+        if s.t - self.last_check >= c.reference_period_s {
+            self.last_check = s.t;
+            let w = self
+                .window(s.t, c.reference_period_s.min(c.reference_stable_s))
+                .unwrap_or_else(|| vec![s]);
+            return Some(Trigger { reason: Reason::Periodic, target_rate: Self::mean_input(&w) });
+        }
+        None
+    }
+
+    /// Whether a change from `from` to `to` workers may go ahead at time `t`: it is held back
+    /// when it undoes the last change within the cooldown.
+    pub fn admits(&self, t: f64, from: u32, to: u32) -> bool {
+        match self.last_change {
+            Some((at, before, after)) => {
+                !(after == from && before == to && t - at < self.config.cooldown_s)
+            }
+            None => true,
+        }
+    }
+
+    /// Records the configuration planned for `rate` at time `t` (after a trigger was acted on,
+    /// or deliberately left as it was).
+    pub fn planned(&mut self, t: f64, rate: f64, from: u32, to: u32) {
+        self.baseline = Some(rate);
+        if from != to {
+            self.last_change = Some((t, from, to));
+        }
+        // A trigger's window restarts from the new configuration.
+        self.samples.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(
+        c: &mut Controller,
+        from: f64,
+        to: f64,
+        input: f64,
+        out: f64,
+        requests: &mut u64,
+    ) -> Vec<(f64, Trigger)> {
+        let mut fired = Vec::new();
+        let mut t = from;
+        while t < to - 1e-9 {
+            t += 1.0;
+            *requests += input as u64;
+            if let Some(tr) = c.observe(Sample {
+                t,
+                input_rate: input,
+                throughput: out,
+                requests: *requests,
+                interval: 1.0,
+            }) {
+                fired.push((t, tr));
+            }
+        }
+        fired
+    }
+
+    #[test]
+    fn warm_up_then_a_rate_change_after_two_seconds() {
+        let mut c =
+            Controller::new(TriggerConfig { warmup_requests: 2_500, ..TriggerConfig::default() });
+        let mut n = 0;
+        let f = feed(&mut c, 0.0, 5.0, 1_000.0, 1_000.0, &mut n);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].0, f[0].1.reason), (3.0, Reason::WarmedUp));
+        c.planned(3.0, 1_000.0, 1, 1);
+        assert!(feed(&mut c, 5.0, 20.0, 1_050.0, 1_050.0, &mut n).is_empty(), "5 % is no change");
+        let f = feed(&mut c, 20.0, 25.0, 2_000.0, 2_000.0, &mut n);
+        // A sample at t covers (t − 1, t]: the intervals ending at 21 and 22 span 2 s.
+        assert_eq!(f[0].1, Trigger { reason: Reason::RateChange, target_rate: 2_000.0 });
+        assert_eq!(f[0].0, 22.0);
+    }
+
+    #[test]
+    fn a_short_spike_does_not_trigger_but_lagging_does() {
+        let mut c =
+            Controller::new(TriggerConfig { warmup_requests: 0, ..TriggerConfig::default() });
+        let mut n = 0;
+        feed(&mut c, 0.0, 1.0, 1_000.0, 1_000.0, &mut n);
+        c.planned(1.0, 1_000.0, 1, 1);
+        assert!(feed(&mut c, 1.0, 2.0, 3_000.0, 1_000.0, &mut n).is_empty());
+        assert!(feed(&mut c, 2.0, 4.0, 1_000.0, 1_000.0, &mut n).is_empty());
+        let f = feed(&mut c, 4.0, 9.0, 1_000.0, 900.0, &mut n);
+        assert_eq!(f[0].1.reason, Reason::Lagging);
+        assert_eq!(f[0].0, 7.0, "lagging in the intervals ending at 5, 6 and 7");
+    }
+
+    #[test]
+    fn reference_rule_waits_for_stability_and_checks_periodically() {
+        let cfg = TriggerConfig {
+            rule: TriggerRule::Reference,
+            warmup_requests: 0,
+            ..TriggerConfig::default()
+        };
+        let mut c = Controller::new(cfg);
+        let mut n = 0;
+        feed(&mut c, 0.0, 1.0, 1_000.0, 1_000.0, &mut n);
+        c.planned(1.0, 1_000.0, 1, 1);
+        // 15 % is below the reference threshold; the periodic check fires at t = 11.
+        let f = feed(&mut c, 1.0, 12.0, 1_150.0, 1_150.0, &mut n);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].0, f[0].1.reason), (11.0, Reason::Periodic));
+        c.planned(11.0, 1_150.0, 1, 1);
+        let f = feed(&mut c, 12.0, 20.0, 2_000.0, 2_000.0, &mut n);
+        assert_eq!(f[0].1.reason, Reason::RateChange);
+        assert_eq!(f[0].0, 17.0, "2000 in the intervals ending at 13..=17");
+    }
+
+    #[test]
+    fn cooldown_holds_back_flapping() {
+        let mut c = Controller::new(TriggerConfig::default());
+        c.planned(10.0, 1_000.0, 1, 3);
+        assert!(!c.admits(15.0, 3, 1), "back to 1 within 10 s");
+        assert!(c.admits(15.0, 3, 4), "onwards is fine");
+        assert!(c.admits(21.0, 3, 1), "after the cooldown");
+    }
+
+    #[test]
+    fn bad_settings_are_rejected() {
+        assert!(TriggerConfig { change: 0.0, ..TriggerConfig::default() }.validate().is_err());
+        assert!(TriggerConfig { cooldown_s: -1.0, ..TriggerConfig::default() }.validate().is_err());
+        assert!(TriggerConfig::default().validate().is_ok());
+    }
+}
