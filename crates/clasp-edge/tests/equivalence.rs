@@ -9,9 +9,13 @@ use clasp_apps::reference::{self, Outcome};
 use clasp_edge::Mode;
 use common::*;
 
+/// One workflow at a time: each run starts a cluster and five devices on a 2-core machine.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `app` cut and all in the cloud on `count` records of seed `seed`, and checks both
 /// against the reference and against each other.
 fn equivalent(app: &str, spec: &str, count: u64, speed: f64) {
+    let _one = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let p = clasp_core::spec::parse(spec, app).unwrap();
     let lines = clasp_apps::profile::generate(app, count, SEED).unwrap();
     let expected = reference::expected(app, &p, &lines).unwrap();
