@@ -457,7 +457,7 @@ impl Uplink {
                 reason,
             }),
             Ok(Some((m, _))) => Ok(m),
-            Ok(None) => Err(self.protocol("closed the connection")),
+            Ok(None) => Err(self.protocol("closed the connection (the cloud's output says why)")),
             Err(e) => Err(self.protocol(&e)),
         }
     }

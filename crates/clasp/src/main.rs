@@ -22,6 +22,11 @@ enum Command {
     Cut(cmd::cut::Args),
     /// Write a seeded input file for an application (or profile the application on one).
     Gen(cmd::r#gen::Args),
+    /// Run a pipeline cut between edge devices and the cloud: a device, the cloud, or both.
+    Edge(Box<cmd::edge::Args>),
+    /// Run an experiment and write its figures.
+    #[command(subcommand)]
+    Bench(cmd::Bench),
 }
 
 fn main() -> std::process::ExitCode {
@@ -38,6 +43,8 @@ fn main() -> std::process::ExitCode {
         Command::Plan(args) => cmd::plan::run(&args),
         Command::Cut(args) => cmd::cut::run(&args),
         Command::Gen(args) => cmd::r#gen::run(&args),
+        Command::Edge(args) => cmd::edge::run(&args),
+        Command::Bench(cmd::Bench::Edge(args)) => cmd::edge::bench(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
