@@ -252,16 +252,23 @@ struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    fn new(w: &'a Workflow, opts: &'a BenchOptions, plan: &Plan, work: &Path) -> Result<Self, EdgeError> {
+    fn new(
+        w: &'a Workflow,
+        opts: &'a BenchOptions,
+        plan: &Plan,
+        work: &Path,
+    ) -> Result<Self, EdgeError> {
         let spec = spec_text(w.app);
         let spec_path = work.join(format!("{}.toml", w.app));
         let devices_path = work.join(format!("{}-devices.toml", w.app));
         write_file(&spec_path, &spec)?;
         write_file(&devices_path, devices_text(w.app))?;
-        let p = clasp_core::spec::parse(&spec, &spec_path.display().to_string())
-            .map_err(|e| EdgeError::Subgraph { part: "experiment pipeline".into(), error: Box::new(e) })?;
-        let devices = edgecut::devices::parse(devices_text(w.app), &devices_path.display().to_string(), &p)
-            .map_err(|e| EdgeError::Wan(e.to_string()))?;
+        let p = clasp_core::spec::parse(&spec, &spec_path.display().to_string()).map_err(|e| {
+            EdgeError::Subgraph { part: "experiment pipeline".into(), error: Box::new(e) }
+        })?;
+        let devices =
+            edgecut::devices::parse(devices_text(w.app), &devices_path.display().to_string(), &p)
+                .map_err(|e| EdgeError::Wan(e.to_string()))?;
         let inputs = p
             .sources
             .iter()
@@ -309,7 +316,12 @@ impl<'a> Context<'a> {
         Ok((row, outcome))
     }
 
-    fn run_user_space(&self, mode: Mode, kbit: f64, sink: CollectSink) -> Result<CloudReport, EdgeError> {
+    fn run_user_space(
+        &self,
+        mode: Mode,
+        kbit: f64,
+        sink: CollectSink,
+    ) -> Result<CloudReport, EdgeError> {
         let mut o = EmbeddedOptions::new(self.inputs.clone());
         o.mode = mode;
         o.speed = self.speed;
@@ -354,7 +366,8 @@ impl<'a> Context<'a> {
                 Err(e) => failures.push(format!("{}: {e}", self.devices.devices[i].id)),
             }
         }
-        let report = cloud_thread.join().map_err(|_| EdgeError::Runtime("the cloud panicked".into()))?;
+        let report =
+            cloud_thread.join().map_err(|_| EdgeError::Runtime("the cloud panicked".into()))?;
         if !failures.is_empty() {
             return Err(EdgeError::Wan(format!("devices failed: {}", failures.join("; "))));
         }
@@ -362,7 +375,13 @@ impl<'a> Context<'a> {
         Ok((report?, wire))
     }
 
-    fn spawn_device(&self, i: usize, join: &str, mode: Mode, wan: &Wan) -> Result<std::process::Child, EdgeError> {
+    fn spawn_device(
+        &self,
+        i: usize,
+        join: &str,
+        mode: Mode,
+        wan: &Wan,
+    ) -> Result<std::process::Child, EdgeError> {
         let exe = self.opts.exe.as_ref().ok_or_else(|| EdgeError::Wan("no clasp binary".into()))?;
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", wan.namespace(i)]).arg(exe).arg("edge").arg(&self.spec_path);
@@ -377,7 +396,8 @@ impl<'a> Context<'a> {
             cmd.arg("--all-cloud");
         }
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-        cmd.spawn().map_err(|e| EdgeError::Wan(format!("starting device {i} in its namespace: {e}")))
+        cmd.spawn()
+            .map_err(|e| EdgeError::Wan(format!("starting device {i} in its namespace: {e}")))
     }
 
     fn row(&self, mode: Mode, kbit: f64, r: &CloudReport, wire: Option<u64>, netns: bool) -> Row {

@@ -193,9 +193,10 @@ impl Cloud {
 
     /// Operators the cloud runs.
     pub fn operators(&self) -> Vec<String> {
-        self.graph.pipeline.as_ref().map_or_else(Vec::new, |cp| {
-            cp.operators.iter().map(|o| o.name.clone()).collect()
-        })
+        self.graph
+            .pipeline
+            .as_ref()
+            .map_or_else(Vec::new, |cp| cp.operators.iter().map(|o| o.name.clone()).collect())
     }
 
     /// Runs until every device has finished and every chain completed; sink records go to
@@ -228,8 +229,9 @@ impl Cloud {
         let mut streams = Vec::new();
         for j in &joined {
             let mut s = &j.stream;
-            protocol::write_frame(&mut s, &ToDevice::Start, &mut Vec::new())
-                .map_err(|e| EdgeError::Protocol { peer: j.hello.device.clone(), problem: e.to_string() })?;
+            protocol::write_frame(&mut s, &ToDevice::Start, &mut Vec::new()).map_err(|e| {
+                EdgeError::Protocol { peer: j.hello.device.clone(), problem: e.to_string() }
+            })?;
         }
         let started = Instant::now();
         for (j, link) in joined.into_iter().zip(&links) {
@@ -238,7 +240,8 @@ impl Cloud {
                 .connectors
                 .iter()
                 .map(|c| {
-                    let i = self.graph.ingress.iter().position(|x| &x.name == c).expect("validated");
+                    let i =
+                        self.graph.ingress.iter().position(|x| &x.name == c).expect("validated");
                     senders[i].clone()
                 })
                 .collect();
@@ -271,7 +274,10 @@ impl Cloud {
             pipeline: self.p.name.clone(),
             mode: self.opts.mode.as_str().to_owned(),
             operators: self.operators(),
-            links: links.iter().map(|l| l.lock().unwrap_or_else(PoisonError::into_inner).clone()).collect(),
+            links: links
+                .iter()
+                .map(|l| l.lock().unwrap_or_else(PoisonError::into_inner).clone())
+                .collect(),
             makespan_s,
             latency,
             chains,
@@ -286,7 +292,8 @@ impl Cloud {
         registry: &Registry,
         sink: Box<dyn SinkOutput>,
     ) -> Result<Cluster, EdgeError> {
-        let mut config = PlannerConfig { batch_size: self.opts.batch_size, ..PlannerConfig::default() };
+        let mut config =
+            PlannerConfig { batch_size: self.opts.batch_size, ..PlannerConfig::default() };
         config.settings.batch_size = self.opts.batch_size;
         config.settings.interval_ms = 200;
         let workers = self.opts.workers.max(1);
@@ -308,15 +315,18 @@ impl Cloud {
     /// Admits every device of the devices file, refusing strangers and mismatched parts.
     fn admit(&self) -> Result<Vec<Joined>, EdgeError> {
         let (tx, rx) = crossbeam_channel::unbounded::<Result<Joined, String>>();
-        let listener = self.listener.try_clone().map_err(|error| EdgeError::Listen {
-            addr: self.addr.to_string(),
-            error,
-        })?;
+        let listener = self
+            .listener
+            .try_clone()
+            .map_err(|error| EdgeError::Listen { addr: self.addr.to_string(), error })?;
         let expected: Vec<Hello> = self
             .devices
             .devices
             .iter()
-            .map(|d| device::plan(&self.p, &self.devices, &self.model, self.opts.mode, &d.id).map(|x| x.hello))
+            .map(|d| {
+                device::plan(&self.p, &self.devices, &self.model, self.opts.mode, &d.id)
+                    .map(|x| x.hello)
+            })
             .collect::<Result<_, _>>()?;
         let expected = Arc::new(expected);
         let accepting = Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -329,7 +339,10 @@ impl Cloud {
                 Ok(Ok(j)) => {
                     let i = j.index;
                     if joined[i].is_some() {
-                        refuse(&j.stream, &format!("device `{}` has already joined", j.hello.device));
+                        refuse(
+                            &j.stream,
+                            &format!("device `{}` has already joined", j.hello.device),
+                        );
                         continue;
                     }
                     let mut s = &j.stream;
@@ -459,7 +472,10 @@ impl Cloud {
         }
         let mut d = lock(&shared);
         if let Some(e) = d.error.take() {
-            return Err(EdgeError::Output { what: "sink records".into(), error: io::Error::other(e) });
+            return Err(EdgeError::Output {
+                what: "sink records".into(),
+                error: io::Error::other(e),
+            });
         }
         Ok((d.latency(), d.chains, d.records))
     }
@@ -646,7 +662,9 @@ fn receive(j: &Joined, outs: &[Sender<Frame>], link: &Mutex<LinkReport>) -> Resu
             }
             ToCloud::End { sent } => {
                 if sent != counts {
-                    return Err(format!("sent {sent:?} records per connector but {counts:?} arrived"));
+                    return Err(format!(
+                        "sent {sent:?} records per connector but {counts:?} arrived"
+                    ));
                 }
                 let mut s = &j.stream;
                 protocol::write_frame(&mut s, &ToDevice::Ack { received: counts }, &mut buf)

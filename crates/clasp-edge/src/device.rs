@@ -246,7 +246,9 @@ fn replay(
 
 /// The input whose next record is due first.
 fn earliest(due: &[Option<f64>]) -> Option<usize> {
-    (0..due.len()).filter(|&i| due[i].is_some()).min_by(|&a, &b| due[a].unwrap_or(0.0).total_cmp(&due[b].unwrap_or(0.0)))
+    (0..due.len())
+        .filter(|&i| due[i].is_some())
+        .min_by(|&a, &b| due[a].unwrap_or(0.0).total_cmp(&due[b].unwrap_or(0.0)))
 }
 
 /// Sleeps until `at`, sending buffered records whenever the flush interval passes meanwhile.
@@ -327,7 +329,9 @@ impl Engine {
                 .iter()
                 .map(|&s| {
                     (0..graph.connectors.len())
-                        .filter(|&c| p.stream(graph.connectors[c].stream).from == Endpoint::Source(s))
+                        .filter(|&c| {
+                            p.stream(graph.connectors[c].stream).from == Endpoint::Source(s)
+                        })
                         .collect()
                 })
                 .collect();
@@ -340,12 +344,20 @@ impl Engine {
         let sources = graph
             .sources
             .iter()
-            .map(|s| id_of(&p.sources[s.index()].name).expect("the device part declares its sources"))
+            .map(|s| {
+                id_of(&p.sources[s.index()].name).expect("the device part declares its sources")
+            })
             .collect();
         let sinks = graph
             .connectors
             .iter()
-            .map(|c| dp.sinks.iter().find(|k| k.name == c.name).map(|k| k.id).expect("a sink per connector"))
+            .map(|c| {
+                dp.sinks
+                    .iter()
+                    .find(|k| k.name == c.name)
+                    .map(|k| k.id)
+                    .expect("a sink per connector")
+            })
             .collect();
         Ok(Self::Driver { driver: Box::new(driver), sources, sinks })
     }
@@ -417,7 +429,8 @@ impl Uplink {
         let stream = connect_retrying(&opts.join, opts.connect_timeout)?;
         let _ = stream.set_nodelay(true);
         let peer = format!("the cloud at {}", opts.join);
-        let io_err = |e: std::io::Error| EdgeError::Protocol { peer: peer.clone(), problem: e.to_string() };
+        let io_err =
+            |e: std::io::Error| EdgeError::Protocol { peer: peer.clone(), problem: e.to_string() };
         let reader = stream.try_clone().map_err(io_err)?;
         let mut head = Vec::new();
         protocol::write_preamble(&mut head).map_err(io_err)?;

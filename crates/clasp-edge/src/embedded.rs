@@ -68,13 +68,16 @@ pub fn run(
     cloud_opts.mode = opts.mode;
     let cloud_inputs: Vec<String> =
         devices.cloud_sources.iter().map(|s| p.sources[s.index()].name.clone()).collect();
-    cloud_opts.inputs = opts.inputs.iter().filter(|(n, _)| cloud_inputs.contains(n)).cloned().collect();
+    cloud_opts.inputs =
+        opts.inputs.iter().filter(|(n, _)| cloud_inputs.contains(n)).cloned().collect();
     let cloud = Cloud::bind(p, devices, model, cloud_opts)?;
     let join = cloud.addr().to_string();
     let mut prepared = Vec::new();
     for d in &devices.devices {
-        let held: Vec<&str> = d.sources.iter().map(|s| p.sources[s.index()].name.as_str()).collect();
-        let inputs = opts.inputs.iter().filter(|(n, _)| held.contains(&n.as_str())).cloned().collect();
+        let held: Vec<&str> =
+            d.sources.iter().map(|s| p.sources[s.index()].name.as_str()).collect();
+        let inputs =
+            opts.inputs.iter().filter(|(n, _)| held.contains(&n.as_str())).cloned().collect();
         let mut o = DeviceOptions::new(&d.id, &join, inputs);
         o.mode = opts.mode;
         o.speed = opts.speed;
@@ -107,7 +110,9 @@ pub fn run(
             }
         }
     }
-    let cloud = cloud_thread.join().unwrap_or_else(|_| Err(EdgeError::Runtime("the cloud panicked".into())));
+    let cloud = cloud_thread
+        .join()
+        .unwrap_or_else(|_| Err(EdgeError::Runtime("the cloud panicked".into())));
     // The cloud's error says why devices lost their connection; a device's error says why the
     // cloud saw it go.
     match (cloud, first_error) {

@@ -6,7 +6,9 @@ use clasp_core::SpecError;
 #[derive(Debug, thiserror::Error)]
 pub enum EdgeError {
     /// `--device` names a device the devices file does not have.
-    #[error("{file}: no device `{id}`; the devices are: {known}\n  help: pass one of these ids to --device, or add a [[device]] with this id")]
+    #[error(
+        "{file}: no device `{id}`; the devices are: {known}\n  help: pass one of these ids to --device, or add a [[device]] with this id"
+    )]
     UnknownDevice {
         /// The devices file.
         file: String,
@@ -26,7 +28,9 @@ pub enum EdgeError {
         help: String,
     },
     /// A source this side holds has no input.
-    #[error("{side} holds the raw data of source `{source_name}` but no --input {source_name}=... was given\n  help: add --input {source_name}=FILE or --input {source_name}=gen:COUNT[:SEED]")]
+    #[error(
+        "{side} holds the raw data of source `{source_name}` but no --input {source_name}=... was given\n  help: add --input {source_name}=FILE or --input {source_name}=gen:COUNT[:SEED]"
+    )]
     MissingInput {
         /// `device edge-1` or `the cloud`.
         side: String,
@@ -52,7 +56,9 @@ pub enum EdgeError {
         error: Box<SpecError>,
     },
     /// The cloud could not be reached.
-    #[error("cannot reach the cloud at {addr}: {error}\n  help: start the cloud side first (`clasp edge --cloud ...`) and check the --join address and port")]
+    #[error(
+        "cannot reach the cloud at {addr}: {error}\n  help: start the cloud side first (`clasp edge --cloud ...`) and check the --join address and port"
+    )]
     Unreachable {
         /// The address.
         addr: String,
@@ -78,7 +84,9 @@ pub enum EdgeError {
         problem: String,
     },
     /// Devices did not all join in time.
-    #[error("timed out after {seconds} s waiting for device(s) {missing} to join\n  help: start `clasp edge --device ID --join ADDR ...` for each, or raise --join-timeout")]
+    #[error(
+        "timed out after {seconds} s waiting for device(s) {missing} to join\n  help: start `clasp edge --device ID --join ADDR ...` for each, or raise --join-timeout"
+    )]
     JoinTimeout {
         /// The wait.
         seconds: u64,

@@ -13,8 +13,8 @@
 //! time. `speed = 0` replays as fast as possible.
 
 use crate::error::EdgeError;
-use clasp_core::input::LineSource;
 use clasp_core::hash::key_hash;
+use clasp_core::input::LineSource;
 use clasp_core::pipeline::Source;
 use clasp_core::{Pipeline, SourceId};
 use std::io::{self, BufRead, BufReader};
@@ -58,7 +58,8 @@ pub fn parse_input(arg: &str) -> Result<(String, InputSpec), EdgeError> {
         return Ok((source.to_owned(), InputSpec::File(PathBuf::from(spec))));
     };
     let mut parts = g.split(':');
-    let count = parts.next().and_then(|c| c.parse().ok()).ok_or_else(|| bad("COUNT is not a number"))?;
+    let count =
+        parts.next().and_then(|c| c.parse().ok()).ok_or_else(|| bad("COUNT is not a number"))?;
     let seed = match parts.next() {
         Some(s) => s.parse().map_err(|_| bad("SEED is not a number"))?,
         None => 1,
@@ -80,22 +81,24 @@ pub fn assign(
     for (name, spec) in inputs {
         let known = p.source_id(name).is_some_and(|s| held.contains(&s));
         if !known {
-            let names: Vec<&str> = held.iter().map(|s| p.sources[s.index()].name.as_str()).collect();
+            let names: Vec<&str> =
+                held.iter().map(|s| p.sources[s.index()].name.as_str()).collect();
             return Err(EdgeError::Input {
                 given: format!("{name}={spec}"),
                 problem: format!("{side} holds no source `{name}`"),
-                help: format!("{side} holds: {}", if names.is_empty() { "nothing".into() } else { names.join(", ") }),
+                help: format!(
+                    "{side} holds: {}",
+                    if names.is_empty() { "nothing".into() } else { names.join(", ") }
+                ),
             });
         }
     }
     held.iter()
         .map(|&s| {
             let name = &p.sources[s.index()].name;
-            inputs
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, spec)| (s, spec.clone()))
-                .ok_or_else(|| EdgeError::MissingInput { side: side.to_owned(), source_name: name.clone() })
+            inputs.iter().find(|(n, _)| n == name).map(|(_, spec)| (s, spec.clone())).ok_or_else(
+                || EdgeError::MissingInput { side: side.to_owned(), source_name: name.clone() },
+            )
         })
         .collect()
 }
@@ -175,7 +178,8 @@ impl Replay {
                     path: path.display().to_string(),
                     error,
                 })?;
-                let reader: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(1 << 20, file));
+                let reader: Box<dyn BufRead + Send> =
+                    Box::new(BufReader::with_capacity(1 << 20, file));
                 Lines::File { reader, path: path.display().to_string() }
             }
         };
@@ -257,7 +261,10 @@ mod tests {
             parse_input("rides=gen:500:7").unwrap(),
             ("rides".into(), InputSpec::Generated { count: 500, seed: 7 })
         );
-        assert_eq!(parse_input("rides=gen:5").unwrap().1, InputSpec::Generated { count: 5, seed: 1 });
+        assert_eq!(
+            parse_input("rides=gen:5").unwrap().1,
+            InputSpec::Generated { count: 5, seed: 1 }
+        );
         assert_eq!(parse_input("f=a/b.csv").unwrap().1, InputSpec::File("a/b.csv".into()));
         for bad in ["rides", "=x", "rides=gen:x", "rides=gen:1:2:3"] {
             let e = parse_input(bad).unwrap_err().to_string();
@@ -291,7 +298,8 @@ mod tests {
     fn inputs_must_match_the_sources_held() {
         let p = clasp_apps::pipeline("taxi-w2").unwrap();
         let rides = (String::from("rides"), InputSpec::Generated { count: 1, seed: 1 });
-        let e = assign(&p, &[SourceId(0), SourceId(1)], &[rides.clone()], "device `a`").unwrap_err();
+        let e =
+            assign(&p, &[SourceId(0), SourceId(1)], &[rides.clone()], "device `a`").unwrap_err();
         assert!(e.to_string().contains("--input fares="), "{e}");
         let e = assign(&p, &[SourceId(1)], &[rides], "device `a`").unwrap_err();
         assert!(e.to_string().contains("holds no source `rides`"), "{e}");

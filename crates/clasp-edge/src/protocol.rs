@@ -140,7 +140,11 @@ pub fn encode<T: Serialize>(msg: &T, buf: &mut Vec<u8>) {
 }
 
 /// Writes `msg` as one frame; returns the bytes written.
-pub fn write_frame<T: Serialize>(w: &mut impl Write, msg: &T, buf: &mut Vec<u8>) -> io::Result<usize> {
+pub fn write_frame<T: Serialize>(
+    w: &mut impl Write,
+    msg: &T,
+    buf: &mut Vec<u8>,
+) -> io::Result<usize> {
     encode(msg, buf);
     w.write_all(buf)?;
     Ok(buf.len())
@@ -222,6 +226,8 @@ mod tests {
         v2.extend_from_slice(&2u32.to_le_bytes());
         assert!(read_preamble(&mut &v2[..]).unwrap_err().contains("version 2"));
         let huge = (MAX_FRAME + 1).to_le_bytes();
-        assert!(read_frame::<ToDevice>(&mut &huge[..], &mut Vec::new()).unwrap_err().contains("limit"));
+        assert!(
+            read_frame::<ToDevice>(&mut &huge[..], &mut Vec::new()).unwrap_err().contains("limit")
+        );
     }
 }

@@ -48,9 +48,9 @@ impl LinkShape {
     /// is free; updates `free`.
     fn delivery(&self, at: Instant, len: usize, free: &mut Instant) -> Instant {
         let start = (*free).max(at);
-        let busy = self.bandwidth_bps.map_or(Duration::ZERO, |bps| {
-            Duration::from_secs_f64(len as f64 * 8.0 / bps.max(1.0))
-        });
+        let busy = self
+            .bandwidth_bps
+            .map_or(Duration::ZERO, |bps| Duration::from_secs_f64(len as f64 * 8.0 / bps.max(1.0)));
         *free = start + busy;
         *free + self.delay
     }
@@ -111,7 +111,6 @@ impl LinkWriter {
             }
         }
     }
-
 }
 
 /// The shaping thread's error, once it has stopped.
@@ -170,8 +169,7 @@ mod tests {
 
     #[test]
     fn segments_queue_behind_the_bandwidth_then_wait_the_delay() {
-        let shape =
-            LinkShape { bandwidth_bps: Some(8_000.0), delay: Duration::from_millis(50) };
+        let shape = LinkShape { bandwidth_bps: Some(8_000.0), delay: Duration::from_millis(50) };
         let t0 = Instant::now();
         let mut free = t0;
         // 1,000 bytes at 8 kbit/s take 1 s on the link.

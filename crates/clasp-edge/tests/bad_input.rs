@@ -25,7 +25,11 @@ fn cloud(wait: Duration) -> (String, std::thread::JoinHandle<Result<(), EdgeErro
 }
 
 fn device_opts(id: &str, join: &str) -> DeviceOptions {
-    DeviceOptions::new(id, join, vec![("rides".into(), clasp_edge::input::InputSpec::Generated { count: 50, seed: 1 })])
+    DeviceOptions::new(
+        id,
+        join,
+        vec![("rides".into(), clasp_edge::input::InputSpec::Generated { count: 50, seed: 1 })],
+    )
 }
 
 #[test]
@@ -42,7 +46,10 @@ fn a_device_the_cloud_does_not_know_is_refused_and_missing_devices_are_named() {
         .to_string();
     assert!(err.contains("refused device `edge-9`") && err.contains("unknown device"), "{err}");
     let err = cloud.join().unwrap().unwrap_err().to_string();
-    assert!(err.contains("edge-1, edge-2, edge-3, edge-4, edge-5") && err.contains("--join-timeout"), "{err}");
+    assert!(
+        err.contains("edge-1, edge-2, edge-3, edge-4, edge-5") && err.contains("--join-timeout"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -69,7 +69,14 @@ fn cloud_and_five_device_processes_run_w2_to_the_end() {
 fn embedded_w1_sends_less_cut_than_all_in_cloud() {
     let run = |extra: &[&str]| -> Value {
         let mut args = vec!["edge", "pipelines/taxi-w1.toml", "--devices", "devices/taxi-w1.toml"];
-        args.extend_from_slice(&["--embedded", "--input", "rides=gen:3000:5", "--speed", "0", "--json"]);
+        args.extend_from_slice(&[
+            "--embedded",
+            "--input",
+            "rides=gen:3000:5",
+            "--speed",
+            "0",
+            "--json",
+        ]);
         args.extend_from_slice(extra);
         let out = clasp(&args);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -92,7 +99,15 @@ fn embedded_w1_sends_less_cut_than_all_in_cloud() {
 #[test]
 fn an_unknown_device_is_named_with_the_choices() {
     let mut args = W1.to_vec();
-    args.extend(["devices/taxi-w1.toml", "--device", "edge-9", "--join", "127.0.0.1:9", "--input", "rides=gen:5"]);
+    args.extend([
+        "devices/taxi-w1.toml",
+        "--device",
+        "edge-9",
+        "--join",
+        "127.0.0.1:9",
+        "--input",
+        "rides=gen:5",
+    ]);
     let err = failure(&args);
     assert!(err.contains("no device `edge-9`") && err.contains("edge-1, edge-2"), "{err}");
 }
@@ -111,7 +126,10 @@ fn an_unreachable_cloud_says_so() {
     args.extend(["devices/taxi-w1.toml", "--device", "edge-1", "--join", "127.0.0.1:9"]);
     args.extend(["--input", "rides=gen:5", "--connect-timeout-s", "0.3"]);
     let err = failure(&args);
-    assert!(err.contains("cannot reach the cloud at 127.0.0.1:9") && err.contains("--cloud"), "{err}");
+    assert!(
+        err.contains("cannot reach the cloud at 127.0.0.1:9") && err.contains("--cloud"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -51,10 +51,7 @@ impl SinkOutput for Collect {
 
 /// Every source of `app` generated with `count` records of [`SEED`].
 pub fn inputs(p: &Pipeline, count: u64) -> Vec<(String, InputSpec)> {
-    p.sources
-        .iter()
-        .map(|s| (s.name.clone(), InputSpec::Generated { count, seed: SEED }))
-        .collect()
+    p.sources.iter().map(|s| (s.name.clone(), InputSpec::Generated { count, seed: SEED })).collect()
 }
 
 /// Runs `p` (application `app`) over its five devices and the cloud in `mode`; returns the

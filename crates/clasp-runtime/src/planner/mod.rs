@@ -912,7 +912,8 @@ fn spawn_ingress(
                 while batch.len() < batch_size {
                     match input.reader.next_record(&mut rec) {
                         Ok(Next::Record) => {
-                            let key = if rec.keyed { &rec.key[..] } else { source.key_of(&rec.value) };
+                            let key =
+                                if rec.keyed { &rec.key[..] } else { source.key_of(&rec.value) };
                             batch.push(key, &rec.value);
                             if let Some(o) = rec.origin_ns {
                                 origin_ns = Some(origin_ns.map_or(o, |m| m.min(o)));

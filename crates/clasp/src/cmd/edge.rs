@@ -3,13 +3,13 @@
 //! (`--embedded`) — and `clasp bench edge`, the WAN experiment. See docs/edge.md.
 
 use anyhow::{Context, Result, anyhow, bail};
+use clasp_edge::Mode;
 use clasp_edge::bench::{self, BenchOptions, WanChoice};
 use clasp_edge::cloud::{Cloud, CloudOptions, CloudReport};
 use clasp_edge::device::{self, DeviceOptions, DeviceReport};
 use clasp_edge::embedded::{self, EmbeddedOptions};
 use clasp_edge::input::{self, InputSpec};
 use clasp_edge::shaper::LinkShape;
-use clasp_edge::Mode;
 use clasp_plan::edgecut::{self, CostModel, Devices};
 use clasp_runtime::planner::{DiscardSink, JsonLinesSink, SinkOutput};
 use std::path::PathBuf;
@@ -112,7 +112,8 @@ pub fn run(args: &Args) -> Result<()> {
     if let Some(id) = &args.device {
         let join = args.join.as_deref().unwrap_or_default();
         let opts = device_options(args, id, join, mode, inputs);
-        let report = device::run(&p, &devices, &model, &registry, &opts).map_err(|e| anyhow!("{e}"))?;
+        let report =
+            device::run(&p, &devices, &model, &registry, &opts).map_err(|e| anyhow!("{e}"))?;
         return print_device(&report, args.json);
     }
     if args.cloud {
@@ -214,13 +215,21 @@ fn finish_cloud(args: &Args, report: &CloudReport, devices: &[DeviceReport]) -> 
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    println!("pipeline `{}` ({}); cloud ran {}", report.pipeline, report.mode, describe(&report.operators));
+    println!(
+        "pipeline `{}` ({}); cloud ran {}",
+        report.pipeline,
+        report.mode,
+        describe(&report.operators)
+    );
     for d in devices {
         println!("  device {:<10} ran {}", d.device, describe(&d.operators));
     }
     for l in &report.links {
         let items: u64 = l.records.iter().map(|r| r.1).sum();
-        println!("  link {:<12} {:>10} bytes {:>9} items {:>6} frames", l.device, l.bytes, items, l.frames);
+        println!(
+            "  link {:<12} {:>10} bytes {:>9} items {:>6} frames",
+            l.device, l.bytes, items, l.frames
+        );
     }
     let lat = &report.latency;
     println!(
