@@ -212,7 +212,15 @@ impl Cloud {
             Some(cp) => Some(self.start_cluster(cp, registry, sink.take().expect("unused"))?),
             None => None,
         };
-        let joined = self.admit()?;
+        let joined = match self.admit() {
+            Ok(j) => j,
+            Err(e) => {
+                if let Some(c) = cluster {
+                    let _ = c.shutdown();
+                }
+                return Err(e);
+            }
+        };
         let (senders, receivers) = self.queues();
         let links: Vec<Arc<Mutex<LinkReport>>> = joined
             .iter()

@@ -298,8 +298,8 @@ mod tests {
     fn inputs_must_match_the_sources_held() {
         let p = clasp_apps::pipeline("taxi-w2").unwrap();
         let rides = (String::from("rides"), InputSpec::Generated { count: 1, seed: 1 });
-        let e =
-            assign(&p, &[SourceId(0), SourceId(1)], &[rides.clone()], "device `a`").unwrap_err();
+        let e = assign(&p, &[SourceId(0), SourceId(1)], std::slice::from_ref(&rides), "device `a`")
+            .unwrap_err();
         assert!(e.to_string().contains("--input fares="), "{e}");
         let e = assign(&p, &[SourceId(1)], &[rides], "device `a`").unwrap_err();
         assert!(e.to_string().contains("holds no source `rides`"), "{e}");

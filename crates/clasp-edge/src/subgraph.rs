@@ -236,10 +236,8 @@ impl SpecBuilder {
             t.insert("service_mode".into(), text(mode));
             t.insert("service_per".into(), text(per));
         }
-        if !o.params.is_empty() {
-            if let Ok(v) = Value::try_from(&o.params) {
-                t.insert("params".into(), v);
-            }
+        if let (false, Ok(v)) = (o.params.is_empty(), Value::try_from(&o.params)) {
+            t.insert("params".into(), v);
         }
         self.operators.push(Value::Table(t));
     }
