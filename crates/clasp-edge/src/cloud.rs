@@ -304,6 +304,7 @@ impl Cloud {
             PlannerConfig { batch_size: self.opts.batch_size, ..PlannerConfig::default() };
         config.settings.batch_size = self.opts.batch_size;
         config.settings.interval_ms = 200;
+        let groups = config.settings.key_groups;
         let workers = self.opts.workers.max(1);
         let c = Cluster::start(
             cp.clone(),
@@ -315,8 +316,10 @@ impl Cloud {
         )
         .map_err(|e| EdgeError::Runtime(e.to_string()))?;
         let placement = spread(cp, workers as u32, self.opts.slots);
-        let keys = contiguous_keys(cp, &placement, 64);
-        c.planner.install(RoutingPlan { epoch: 1, placement, keys });
+        let keys = contiguous_keys(cp, &placement, groups);
+        c.planner
+            .install(RoutingPlan { epoch: 1, placement, keys })
+            .map_err(|e| EdgeError::Runtime(e.to_string()))?;
         Ok(c)
     }
 

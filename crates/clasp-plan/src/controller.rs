@@ -196,16 +196,21 @@ impl Controller {
         }
     }
 
-    /// The samples covering the last `secs` seconds, if the samples reach that far back.
-    fn window(&self, now: f64, secs: f64) -> Option<Vec<Sample>> {
-        let w: Vec<Sample> = self
-            .samples
-            .iter()
-            .copied()
-            .filter(|x| now - (x.t - x.interval) <= secs + 1e-9)
-            .collect();
-        let covered = w.first().map_or(0.0, |x| now - (x.t - x.interval));
-        (covered >= secs - 1e-9).then_some(w)
+    /// The newest samples that together cover the last `secs` seconds (within half an
+    /// interval, so timer jitter does not matter), if there are enough.
+    fn window(&self, _now: f64, secs: f64) -> Option<Vec<Sample>> {
+        let mut covered = 0.0;
+        let mut w = Vec::new();
+        for x in self.samples.iter().rev() {
+            if covered >= secs - 0.5 * x.interval {
+                break;
+            }
+            covered += x.interval;
+            w.push(*x);
+        }
+        let newest = self.samples.back()?;
+        w.reverse();
+        (covered >= secs - 0.5 * newest.interval).then_some(w)
     }
 
     fn mean_input(w: &[Sample]) -> f64 {
@@ -375,5 +380,43 @@ mod tests {
         assert!(TriggerConfig { change: 0.0, ..TriggerConfig::default() }.validate().is_err());
         assert!(TriggerConfig { cooldown_s: -1.0, ..TriggerConfig::default() }.validate().is_err());
         assert!(TriggerConfig::default().validate().is_ok());
+    }
+}
+
+#[cfg(test)]
+mod jitter {
+    use super::*;
+
+    /// Samples taken a few µs off whole seconds, as a live planner takes them.
+    #[test]
+    fn lagging_fires_despite_timer_jitter() {
+        let mut c =
+            Controller::new(TriggerConfig { warmup_requests: 500, ..TriggerConfig::default() });
+        let ts = [
+            1.000412784,
+            2.000199484,
+            3.000166744,
+            4.000160333,
+            5.00009945,
+            6.000162993,
+            7.000187508,
+        ];
+        let mut fired = Vec::new();
+        for (i, t) in ts.iter().enumerate() {
+            let s = Sample {
+                t: *t,
+                input_rate: 300.0,
+                throughput: 228.0,
+                requests: 300 * (i as u64 + 1),
+                interval: 1.0,
+            };
+            if let Some(tr) = c.observe(s) {
+                fired.push((*t, tr.reason));
+                if tr.reason == Reason::WarmedUp {
+                    c.planned(*t, 300.0, 1, 1);
+                }
+            }
+        }
+        assert_eq!(fired[1], (5.00009945, Reason::Lagging), "{fired:?}");
     }
 }

@@ -155,6 +155,7 @@ mod tests {
     const TWO_KEYED: &str = r#"
 [[source]]
 name = "in"
+key_field = 0
 [[operator]]
 name = "x"
 kind = "reduce"

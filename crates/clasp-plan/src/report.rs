@@ -5,8 +5,9 @@
 
 use crate::config::PlanConfig;
 use crate::policy::Decision;
-use clasp_core::Pipeline;
+use clasp_core::placement::{OperatorPlacement, Placement, Share};
 use clasp_core::stats::Coefficients;
+use clasp_core::{Pipeline, WorkerId};
 use serde::{Deserialize, Serialize};
 
 /// Schema identifier of [`PlanReport`].
@@ -95,6 +96,38 @@ pub struct LoadEntry {
 }
 
 impl PlanReport {
+    /// The placement this report describes, for pipeline `p` (so a plan can be run with
+    /// `clasp run --placement`).
+    pub fn to_placement(&self, p: &Pipeline) -> Result<Placement, String> {
+        if self.schema != PLAN_SCHEMA {
+            return Err(format!("schema `{}`, expected `{PLAN_SCHEMA}`", self.schema));
+        }
+        if self.pipeline != p.name {
+            return Err(format!("a plan for pipeline `{}`, not `{}`", self.pipeline, p.name));
+        }
+        let mut operators: Vec<OperatorPlacement> = p
+            .operators
+            .iter()
+            .map(|o| OperatorPlacement { operator: o.id, demand: 0.0, shares: Vec::new() })
+            .collect();
+        for e in &self.placement {
+            let op = p
+                .operator_id(&e.operator)
+                .ok_or_else(|| format!("unknown operator `{}`", e.operator))?;
+            let entry = &mut operators[op.index()];
+            entry.demand += e.share;
+            entry.shares.push(Share {
+                worker: WorkerId(e.worker),
+                share: e.share,
+                fraction: e.fraction,
+                instances: e.parallelism.max(1),
+            });
+        }
+        let placement = Placement { workers: self.workers, operators };
+        placement.check(p)?;
+        Ok(placement)
+    }
+
     /// The report of `d`, made for `p` with `coefficients` and `config`.
     pub fn new(
         d: &Decision,

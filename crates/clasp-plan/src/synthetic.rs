@@ -40,7 +40,7 @@ impl RandomDag {
     pub fn spec(&self) -> String {
         let mut rng = SplitMix64::new(self.seed);
         let mut s = String::from(
-            "[pipeline]\nname = \"random\"\n\n[[source]]\nname = \"in\"\nrate = 1000\n",
+            "[pipeline]\nname = \"random\"\n\n[[source]]\nname = \"in\"\nrate = 1000\nkey_field = 0\n",
         );
         for i in 0..self.operators {
             let t = rng.range_f64(self.service_us.0, self.service_us.1).round();

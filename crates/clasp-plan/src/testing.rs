@@ -17,7 +17,7 @@ pub fn pipeline(spec: &str) -> Pipeline {
 /// random, each operator is stateful with probability `stateful`, and has a service time and
 /// selectivity so that [`ObservedStats::from_spec`] gives varied rates.
 pub fn random_pipeline(rng: &mut SplitMix64, ops: usize, stateful: f64) -> Pipeline {
-    let mut spec = String::from("[[source]]\nname = \"in\"\nrate = 1000\n");
+    let mut spec = String::from("[[source]]\nname = \"in\"\nrate = 1000\nkey_field = 0\n");
     for i in 0..ops {
         let keyed = rng.chance(stateful);
         write!(

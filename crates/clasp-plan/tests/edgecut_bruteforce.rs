@@ -48,7 +48,7 @@ fn random_pipeline(rng: &mut SplitMix64, values: Values) -> String {
             Values::Exact => 12.0 * (1 + rng.below(20)) as f64,
             Values::Continuous => rng.range_f64(1.0, 1000.0),
         };
-        let _ = writeln!(t, "[[source]]\nname = \"s{s}\"\nrate = {rate}");
+        let _ = writeln!(t, "[[source]]\nname = \"s{s}\"\nrate = {rate}\nkey_field = 0");
     }
     let mut streams: Vec<(String, String)> = Vec::new();
     for o in 0..n_ops {

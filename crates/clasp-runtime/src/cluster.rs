@@ -57,42 +57,29 @@ enum Handle {
     External,
 }
 
-/// A planner and the workers it started.
-pub struct Cluster {
-    /// The planner.
-    pub planner: Planner,
+/// Starts and stops worker nodes.
+pub struct WorkerPool {
+    join: String,
     launch: Launch,
     slots: u32,
     handles: Vec<(WorkerId, Handle)>,
 }
 
-impl std::fmt::Debug for Cluster {
+impl std::fmt::Debug for WorkerPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cluster").field("planner", &self.planner).finish_non_exhaustive()
+        f.debug_struct("WorkerPool").field("join", &self.join).finish_non_exhaustive()
     }
 }
 
-impl Cluster {
-    /// Starts a planner and `workers` workers, and waits until they are all connected.
-    pub fn start(
-        pipeline: Pipeline,
-        config: PlannerConfig,
-        sink: Box<dyn SinkOutput>,
-        launch: Launch,
-        workers: usize,
-        slots: u32,
-    ) -> Result<Self, ClusterError> {
-        let planner = Planner::start(pipeline, config, sink)?;
-        let mut c = Self { planner, launch, slots, handles: Vec::new() };
-        for w in 0..workers {
-            c.launch_worker(WorkerId::from(w))?;
-        }
-        c.planner.wait_for_workers(workers, Duration::from_secs(60))?;
-        Ok(c)
+impl WorkerPool {
+    /// A pool whose workers join the planner at `join`, each with `slots` executor slots.
+    pub fn new(join: String, launch: Launch, slots: u32) -> Self {
+        Self { join, launch, slots, handles: Vec::new() }
     }
 
-    fn launch_worker(&mut self, id: WorkerId) -> Result<(), ClusterError> {
-        let join = self.planner.addr().to_string();
+    /// Starts worker `id` (it joins the planner asynchronously).
+    pub fn start(&mut self, id: WorkerId) -> Result<(), ClusterError> {
+        let join = self.join.clone();
         let handle = match &self.launch {
             Launch::Threads(registry) => {
                 let registry = registry.clone();
@@ -130,26 +117,19 @@ impl Cluster {
         Ok(())
     }
 
-    /// Starts worker `id` (a scale-out) and waits until it is connected to workers `0..=id`.
-    pub fn add_worker(&mut self, id: WorkerId) -> Result<(), ClusterError> {
-        self.launch_worker(id)?;
-        self.planner.wait_for_workers(id.index() + 1, Duration::from_secs(60))?;
-        Ok(())
-    }
-
-    /// Stops worker `id` (after a migration took everything off it).
-    pub fn remove_worker(&mut self, id: WorkerId) -> Result<(), ClusterError> {
-        self.planner.retire(id);
-        if let Some(pos) = self.handles.iter().position(|(w, _)| *w == id) {
-            let (_, h) = self.handles.remove(pos);
-            join(id, h)?;
+    /// Waits for worker `id` to exit (after the planner told it to stop).
+    pub fn stop(&mut self, id: WorkerId) -> Result<(), ClusterError> {
+        match self.handles.iter().position(|(w, _)| *w == id) {
+            Some(pos) => {
+                let (_, h) = self.handles.remove(pos);
+                join(id, h)
+            }
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    /// Stops every worker and waits for them.
-    pub fn shutdown(mut self) -> Result<(), ClusterError> {
-        self.planner.shutdown();
+    /// Waits for every worker to exit; the first error, if any.
+    pub fn join_all(&mut self) -> Result<(), ClusterError> {
         let mut first_error = None;
         for (id, h) in self.handles.drain(..) {
             if let Err(e) = join(id, h) {
@@ -157,6 +137,83 @@ impl Cluster {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Kills worker processes still running (after a failure).
+    pub fn kill_all(&mut self) {
+        for (_, h) in &mut self.handles {
+            if let Handle::Process(child) = h {
+                let _ = child.kill();
+            }
+        }
+    }
+}
+
+/// Starts workers `from..to` and waits until all of `0..to` are connected to each other.
+pub fn scale_out(
+    planner: &mut Planner,
+    pool: &mut WorkerPool,
+    from: u32,
+    to: u32,
+) -> Result<(), ClusterError> {
+    for w in from..to {
+        pool.start(WorkerId(w))?;
+    }
+    planner.wait_for_workers(to as usize, Duration::from_secs(60))?;
+    Ok(())
+}
+
+/// Stops workers `to..from` (a migration must have taken everything off them).
+pub fn scale_in(
+    planner: &mut Planner,
+    pool: &mut WorkerPool,
+    from: u32,
+    to: u32,
+) -> Result<(), ClusterError> {
+    for w in to..from {
+        planner.retire(WorkerId(w));
+        pool.stop(WorkerId(w))?;
+    }
+    Ok(())
+}
+
+/// A planner and the workers it started.
+pub struct Cluster {
+    /// The planner.
+    pub planner: Planner,
+    /// Its workers.
+    pub pool: WorkerPool,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster").field("planner", &self.planner).finish_non_exhaustive()
+    }
+}
+
+impl Cluster {
+    /// Starts a planner and `workers` workers, and waits until they are all connected.
+    pub fn start(
+        pipeline: Pipeline,
+        config: PlannerConfig,
+        sink: Box<dyn SinkOutput>,
+        launch: Launch,
+        workers: usize,
+        slots: u32,
+    ) -> Result<Self, ClusterError> {
+        let mut planner = Planner::start(pipeline, config, sink)?;
+        let mut pool = WorkerPool::new(planner.addr().to_string(), launch, slots);
+        if let Err(e) = scale_out(&mut planner, &mut pool, 0, workers as u32) {
+            pool.kill_all();
+            return Err(e);
+        }
+        Ok(Self { planner, pool })
+    }
+
+    /// Stops every worker and waits for them.
+    pub fn shutdown(mut self) -> Result<(), ClusterError> {
+        self.planner.shutdown();
+        self.pool.join_all()
     }
 }
 

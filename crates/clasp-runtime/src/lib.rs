@@ -5,16 +5,19 @@
 //! - [`worker`]: incoming queue, executor pool, local scheduling engine, keyed state, metrics
 //!   monitor;
 //! - [`migration`]: the decentralized one-round migration protocol;
+//! - [`scaling`]: the scaling controller loop (estimator, triggers, policy, migration);
 //! - [`wire`] and [`net`]: framing, handshake and per-peer sending/receiving threads;
 //! - [`cluster`]: embedded and multi-process deployments over the same code path.
 
 pub mod cluster;
+pub mod job;
 pub mod metrics;
 pub mod migration;
 pub mod net;
 pub mod planner;
 pub mod request;
 pub mod routing;
+pub mod scaling;
 pub mod service;
 pub mod source;
 pub mod wire;

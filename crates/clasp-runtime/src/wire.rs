@@ -49,9 +49,12 @@ pub struct Hello {
 pub struct WorkerSettings {
     /// Records per chained request.
     pub batch_size: u32,
+    /// Key groups of every keyed operator (fixed for the cluster's lifetime).
+    pub key_groups: u32,
     /// Metrics interval (ms).
     pub interval_ms: u64,
-    /// How long a sender may wait to fill a write (µs); 0 writes as soon as its queue is empty.
+    /// How long an executor may hold chained requests for another worker to batch them per
+    /// destination (µs); 0 sends each one at once.
     pub flush_deadline_us: u64,
     /// Largest frame accepted.
     pub max_frame: u32,
@@ -111,6 +114,8 @@ pub enum Message {
     MeshReady(Vec<WorkerId>),
     /// Data: planner → worker (inputs) or worker → worker (chained requests).
     Request(Request),
+    /// Data: several requests for one worker, batched by the sending executor.
+    Requests(Vec<Request>),
     /// Worker → planner: credit of finished chains.
     Credits(Vec<CreditReturn>),
     /// Worker → planner: records that reached a sink.

@@ -14,6 +14,14 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a pipeline on a cluster (embedded by default), elastically under a policy.
+    Run(cmd::run::Args),
+    /// Run the planner of a cluster whose workers join with `clasp worker --join`.
+    Planner(cmd::run::Args),
+    /// Run a worker that joins a planner.
+    Worker(cmd::worker::Args),
+    /// Run an experiment (the paper's figures, this runtime's costs).
+    Bench(cmd::bench::Args),
     /// Validate a pipeline spec and describe it.
     Check(cmd::check::Args),
     /// Plan workers, placement and parallelism for a pipeline at an input rate.
@@ -22,11 +30,10 @@ enum Command {
     Cut(cmd::cut::Args),
     /// Write a seeded input file for an application (or profile the application on one).
     Gen(cmd::r#gen::Args),
+    /// Run a pipeline in the discrete-event simulator of a cluster.
+    Sim(cmd::sim::Args),
     /// Run a pipeline cut between edge devices and the cloud: a device, the cloud, or both.
     Edge(Box<cmd::edge::Args>),
-    /// Run an experiment and write its figures.
-    #[command(subcommand)]
-    Bench(cmd::Bench),
 }
 
 fn main() -> std::process::ExitCode {
@@ -39,12 +46,16 @@ fn main() -> std::process::ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(args) => cmd::run::run(&args),
+        Command::Planner(args) => cmd::run::run_planner(&args),
+        Command::Worker(args) => cmd::worker::run(&args),
+        Command::Bench(args) => cmd::bench::run(&args),
         Command::Check(args) => cmd::check::run(&args),
         Command::Plan(args) => cmd::plan::run(&args),
         Command::Cut(args) => cmd::cut::run(&args),
         Command::Gen(args) => cmd::r#gen::run(&args),
+        Command::Sim(args) => cmd::sim::run(&args),
         Command::Edge(args) => cmd::edge::run(&args),
-        Command::Bench(cmd::Bench::Edge(args)) => cmd::edge::bench(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

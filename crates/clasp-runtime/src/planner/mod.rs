@@ -47,8 +47,9 @@ impl Default for PlannerConfig {
             listen: "127.0.0.1:0".into(),
             settings: WorkerSettings {
                 batch_size: 256,
+                key_groups: 1024,
                 interval_ms: 1000,
-                flush_deadline_us: 0,
+                flush_deadline_us: 100,
                 max_frame: wire::DEFAULT_MAX_FRAME,
                 seed: 1,
                 saturation_queue: 500.0,
@@ -105,6 +106,14 @@ pub enum PlannerError {
         /// The error.
         error: std::io::Error,
     },
+    /// A plan's key groups differ from the cluster's.
+    #[error("the plan has {plan} key groups, the cluster {cluster}")]
+    KeyGroups {
+        /// The plan's.
+        plan: u32,
+        /// The cluster's.
+        cluster: u32,
+    },
     /// A migration failed.
     #[error("migration to epoch {epoch} failed: {reason}")]
     Migration {
@@ -126,8 +135,8 @@ pub enum Event {
     Report(Box<WorkerReport>),
     /// A worker finished a migration.
     MigrationDone(MigrationDone),
-    /// Part of a state dump.
-    StateLines(OperatorId, Vec<u8>),
+    /// Part of a state dump from a worker.
+    StateLines(WorkerId, OperatorId, Vec<u8>),
     /// A worker's state dump is complete.
     StateDone(WorkerId),
     /// A worker disconnected.
@@ -296,6 +305,10 @@ pub struct Progress {
     pub workers: u32,
     /// Chains in flight.
     pub in_flight: usize,
+    /// Input requests since the start.
+    pub requests: u64,
+    /// Interval length (s).
+    pub interval_s: f64,
 }
 
 impl Planner {
@@ -311,7 +324,7 @@ impl Planner {
             .local_addr()
             .map_err(|source| PlannerError::Listen { addr: config.listen.clone(), source })?;
         let pipeline = Arc::new(pipeline);
-        let groups = 1024;
+        let groups = config.settings.key_groups.max(1);
         let empty = RoutingPlan {
             epoch: 0,
             placement: clasp_core::placement::Placement::single_worker(&pipeline, &[]),
@@ -431,11 +444,22 @@ impl Planner {
 
     /// Makes `plan` the routing of the planner and every worker, without moving anything (for
     /// the first placement, when no state exists yet).
-    pub fn install(&self, plan: RoutingPlan) {
+    pub fn install(&self, plan: RoutingPlan) -> Result<(), PlannerError> {
+        self.check_groups(&plan)?;
         *self.shared.routing.write().unwrap_or_else(PoisonError::into_inner) =
             Arc::new(Routing::new(&self.shared.pipeline, plan.clone()));
         for w in self.workers() {
             self.shared.send(w, Message::Install(Box::new(plan.clone())));
+        }
+        Ok(())
+    }
+
+    fn check_groups(&self, plan: &RoutingPlan) -> Result<(), PlannerError> {
+        let cluster = self.shared.config.settings.key_groups;
+        if plan.keys.groups == cluster {
+            Ok(())
+        } else {
+            Err(PlannerError::KeyGroups { plan: plan.keys.groups, cluster })
         }
     }
 
@@ -446,6 +470,7 @@ impl Planner {
         plan: RoutingPlan,
         parts: &clasp_core::placement::MigrationPlan,
     ) -> Result<stats::MigrationRecord, PlannerError> {
+        self.check_groups(&plan)?;
         let issued = Instant::now();
         let epoch = plan.epoch;
         let involved: Vec<WorkerId> = parts.workers.iter().map(|p| p.worker).collect();
@@ -529,15 +554,18 @@ impl Planner {
         let dispatcher = spawn_dispatcher(self.shared.clone(), queue_rx);
         let interval = Duration::from_millis(self.shared.config.settings.interval_ms.max(10));
         let mut next_tick = started + interval;
+        let mut last_tick = started;
         let mut last_requests = 0;
         let mut last_records = 0;
         let mut last_completed = 0;
         loop {
             let now = Instant::now();
             if now >= next_tick {
+                let elapsed = now.duration_since(last_tick);
+                last_tick = now;
                 let p = self.progress(
                     started,
-                    interval,
+                    elapsed,
                     queue_probe.len(),
                     &mut last_requests,
                     &mut last_records,
@@ -545,7 +573,8 @@ impl Planner {
                 );
                 progress(&p);
                 control(self, &p)?;
-                next_tick += interval;
+                // Ticks missed during a long step (a migration) are skipped, not caught up.
+                next_tick = Instant::now() + interval;
             }
             if duration.is_some_and(|d| started.elapsed() >= d) {
                 stop.store(true, Ordering::Release);
@@ -642,6 +671,8 @@ impl Planner {
             remote_rate: latest.iter().map(|r| r.remote as f64 / r.interval_s).sum(),
             workers: self.shared.routing().workers(),
             in_flight,
+            requests,
+            interval_s: secs,
         };
         *last_requests = requests;
         *last_records = records;
@@ -680,37 +711,50 @@ impl Planner {
         )
     }
 
-    /// Collects every worker's keyed state as JSON lines, sorted by operator then line.
-    pub fn dump_state(&mut self, out: &mut dyn Write) -> Result<usize, PlannerError> {
+    /// Collects every worker's keyed state: `(worker, operator, JSON line)` per key.
+    pub fn collect_state(&mut self) -> Result<Vec<(WorkerId, OperatorId, Vec<u8>)>, PlannerError> {
         let workers = self.workers();
         for &w in &workers {
             self.shared.send(w, Message::DumpState);
         }
-        let mut lines: Vec<Vec<Vec<u8>>> = vec![Vec::new(); self.shared.pipeline.operators.len()];
+        let mut lines = Vec::new();
         let mut done = 0;
         while done < workers.len() {
             match self.events.recv_timeout(Duration::from_secs(60)) {
-                Ok(Event::StateLines(op, text)) => {
-                    lines[op.index()].extend(
-                        text.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec),
-                    );
-                }
+                Ok(Event::StateLines(w, op, text)) => lines.extend(
+                    text.split(|b| *b == b'\n')
+                        .filter(|l| !l.is_empty())
+                        .map(|l| (w, op, l.to_vec())),
+                ),
                 Ok(Event::StateDone(_)) => done += 1,
                 Ok(other) => self.handle_event(other)?,
                 Err(_) => return Err(PlannerError::Timeout { what: "state dumps".into() }),
             }
         }
-        let mut n = 0;
-        for op_lines in &mut lines {
-            op_lines.sort_unstable();
-            for l in op_lines.iter() {
-                out.write_all(l)
-                    .and_then(|()| out.write_all(b"\n"))
-                    .map_err(|error| PlannerError::Output { what: "state dump".into(), error })?;
-                n += 1;
-            }
+        Ok(lines)
+    }
+
+    /// Writes every worker's keyed state as JSON lines, by operator (pipeline order), each
+    /// operator's lines sorted.
+    pub fn dump_state(&mut self, out: &mut dyn Write) -> Result<usize, PlannerError> {
+        let mut lines = self.collect_state()?;
+        lines.sort_unstable_by(|a, b| (a.1, &a.2).cmp(&(b.1, &b.2)));
+        for (_, _, l) in &lines {
+            out.write_all(l)
+                .and_then(|()| out.write_all(b"\n"))
+                .map_err(|error| PlannerError::Output { what: "state dump".into(), error })?;
         }
-        Ok(n)
+        Ok(lines.len())
+    }
+
+    /// The operating-system process id worker `w` announced.
+    pub fn worker_pid(&self, w: WorkerId) -> Option<u32> {
+        lock(&self.shared.workers).get(w.index()).and_then(Option::as_ref).map(|s| s.pid)
+    }
+
+    /// The address worker `w` accepts peer connections on.
+    pub fn worker_addr(&self, w: WorkerId) -> Option<String> {
+        lock(&self.shared.workers).get(w.index()).and_then(Option::as_ref).map(|s| s.addr.clone())
     }
 
     /// Tells every worker to stop.
@@ -810,7 +854,7 @@ fn register(shared: &Arc<Shared>, hello: Hello, stream: TcpStream, reader: wire:
         send_stream,
         rx,
         link.counters.clone(),
-        Duration::from_micros(shared.config.settings.flush_deadline_us),
+        Duration::ZERO,
     );
     for (w, _) in &peers {
         shared.send(*w, Message::PeerJoined { worker: id, addr: hello.listen.clone() });
@@ -861,7 +905,7 @@ fn spawn_worker_receiver(
                         let _ = shared.events.send(Event::Mesh(id, p));
                     }
                     Message::StateLines { operator, lines } => {
-                        let _ = shared.events.send(Event::StateLines(operator, lines));
+                        let _ = shared.events.send(Event::StateLines(id, operator, lines));
                     }
                     Message::StateDone => {
                         let _ = shared.events.send(Event::StateDone(id));

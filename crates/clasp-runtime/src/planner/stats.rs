@@ -48,6 +48,21 @@ impl ReportLog {
     pub fn all(&self) -> impl Iterator<Item = &(f64, WorkerReport)> {
         self.entries.iter()
     }
+
+    /// Reports from position `index` on (positions count from the first report).
+    pub fn since(&self, index: usize) -> &[(f64, WorkerReport)] {
+        &self.entries[index.min(self.entries.len())..]
+    }
+
+    /// Number of reports.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no report arrived yet.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
 }
 
 /// One migration, as measured by the planner and the workers.

@@ -281,7 +281,7 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
         }
     };
     let (control_tx, control_rx) = crossbeam_channel::unbounded();
-    let flush = Duration::from_micros(welcome.settings.flush_deadline_us);
+    let flush = Duration::ZERO;
     let send_stream =
         stream.try_clone().map_err(|source| WireError::Io { peer: join.into(), source })?;
     net::spawn_sender(
@@ -328,7 +328,7 @@ fn build_shared(
 ) -> Result<Arc<WorkerShared>, WorkerError> {
     let pipeline = Arc::new(w.pipeline);
     let ops = registry.instantiate_all(&pipeline)?;
-    let groups = w.routing.as_ref().map_or(1024, |r| r.keys.groups).max(1);
+    let groups = w.settings.key_groups.max(1);
     let stores = pipeline
         .operators
         .iter()
@@ -393,6 +393,7 @@ fn spawn_peer_receiver(
             for m in batch.drain(..) {
                 match m {
                     Message::Request(r) => reqs.push(r),
+                    Message::Requests(rs) => reqs.extend(rs),
                     Message::MigrationData(d) => {
                         let _ = control.send(Control::Data(d));
                     }
@@ -448,7 +449,7 @@ fn attach_peer(
             return;
         }
     };
-    let flush = Duration::from_micros(shared.settings.flush_deadline_us);
+    let flush = Duration::ZERO;
     net::spawn_sender(format!("w{}-to-{w}", shared.me), send, rx, link.counters.clone(), flush);
     spawn_peer_receiver(shared, Some(w), stream, reader, control.clone());
     let _ = control.send(Control::PeerUp(w));

@@ -76,6 +76,7 @@ pub fn config(batch_size: u32) -> PlannerConfig {
     let mut c = PlannerConfig { batch_size, ..PlannerConfig::default() };
     c.settings.batch_size = batch_size;
     c.settings.interval_ms = 200;
+    c.settings.key_groups = 64;
     c
 }
 
@@ -92,7 +93,7 @@ pub fn start(p: &Pipeline, workers: u32, batch_size: u32, launch: Launch) -> Clu
     .unwrap_or_else(|e| panic!("{e}"));
     let placement = spread(p, workers, 4);
     let keys = contiguous_keys(p, &placement, 64);
-    c.planner.install(RoutingPlan { epoch: 1, placement, keys });
+    c.planner.install(RoutingPlan { epoch: 1, placement, keys }).unwrap();
     c
 }
 
@@ -106,4 +107,55 @@ pub fn unthrottled(lines: &Arc<Vec<Vec<u8>>>, source: SourceId) -> Input {
 
 pub fn threads() -> Launch {
     Launch::Threads(clasp_apps::registry())
+}
+
+/// `(worker, fraction, instances)` of one operator on one worker.
+pub type Slot = (u32, f64, u32);
+
+/// A placement from `(operator, [(worker, fraction, instances)])` entries.
+pub fn placement_of(
+    p: &Pipeline,
+    workers: u32,
+    entries: &[(&str, &[Slot])],
+) -> clasp_core::placement::Placement {
+    use clasp_core::placement::{OperatorPlacement, Placement, Share};
+    let mut ops: Vec<OperatorPlacement> = p
+        .operators
+        .iter()
+        .map(|o| OperatorPlacement { operator: o.id, demand: 0.0, shares: Vec::new() })
+        .collect();
+    for (name, shares) in entries {
+        let id = p.operator_id(name).unwrap_or_else(|| panic!("no operator {name}"));
+        ops[id.index()].shares = shares
+            .iter()
+            .map(|&(w, fraction, instances)| Share {
+                worker: clasp_core::WorkerId(w),
+                share: 0.0,
+                fraction,
+                instances,
+            })
+            .collect();
+    }
+    let placement = Placement { workers, operators: ops };
+    placement.check(p).unwrap();
+    placement
+}
+
+/// The `count` values of a WC state dump.
+pub fn counts(dump: &[u8]) -> BTreeMap<String, u64> {
+    parse_dump(dump)
+        .remove("count")
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.as_u64().unwrap()))
+        .collect()
+}
+
+/// Input paced at `rate` requests per second.
+pub fn paced(lines: &Arc<Vec<Vec<u8>>>, source: SourceId, rate: f64) -> Input {
+    Input {
+        source,
+        reader: Box::new(MemoryLines::new(lines.clone(), 0, 1)),
+        rate: Box::new(move |_| Some(rate)),
+    }
 }

@@ -12,7 +12,7 @@ use clasp_edge::input::{self, InputSpec};
 use clasp_edge::shaper::LinkShape;
 use clasp_plan::edgecut::{self, CostModel, Devices};
 use clasp_runtime::planner::{DiscardSink, JsonLinesSink, SinkOutput};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Arguments of `clasp edge`.
@@ -77,23 +77,6 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-/// Arguments of `clasp bench edge`.
-#[derive(Debug, clap::Args)]
-pub struct BenchArgs {
-    /// A short run (under a minute): 3,000 ride events, two bandwidths.
-    #[arg(long)]
-    pub quick: bool,
-    /// Directory for edge.csv and edge.md.
-    #[arg(long, default_value = "results")]
-    pub out: PathBuf,
-    /// WAN emulation: auto (namespaces when possible), netns, or user-space.
-    #[arg(long, default_value = "auto")]
-    pub wan: String,
-    /// Seed of the traces.
-    #[arg(long, default_value_t = 7)]
-    pub seed: u64,
 }
 
 /// Runs `clasp edge`.
@@ -267,20 +250,26 @@ fn print_device(r: &DeviceReport, json: bool) -> Result<()> {
     Ok(())
 }
 
-/// Runs `clasp bench edge`.
-pub fn bench(args: &BenchArgs) -> Result<()> {
-    let wan = match args.wan.as_str() {
-        "auto" => WanChoice::Auto,
-        "netns" => WanChoice::Netns,
-        "user-space" | "userspace" => WanChoice::UserSpace,
-        other => bail!("--wan {other}: use auto, netns or user-space"),
-    };
+/// Runs `clasp bench edge` (from `clasp bench`): `settings` may hold `wan=auto|netns|user-space`.
+pub fn bench(quick: bool, out: &Path, seed: u64, settings: &[(String, String)]) -> Result<()> {
+    let mut wan = WanChoice::Auto;
+    for (k, v) in settings {
+        wan = match (k.as_str(), v.as_str()) {
+            ("wan", "auto") => WanChoice::Auto,
+            ("wan", "netns") => WanChoice::Netns,
+            ("wan", "user-space" | "userspace") => WanChoice::UserSpace,
+            ("wan", other) => bail!("--set wan={other}: use auto, netns or user-space"),
+            (other, _) => {
+                bail!("--set {other}: the edge experiment takes only wan=auto|netns|user-space")
+            }
+        };
+    }
     let opts = BenchOptions {
-        quick: args.quick,
-        out: args.out.clone(),
+        quick,
+        out: out.to_path_buf(),
         wan,
         exe: std::env::current_exe().ok(),
-        seed: args.seed,
+        seed,
     };
     let report = bench::run(&opts).map_err(|e| anyhow!("{e}"))?;
     println!("{}", std::fs::read_to_string(&report.markdown).unwrap_or_default());

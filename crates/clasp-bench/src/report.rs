@@ -1,0 +1,129 @@
+//! What an experiment produces: named tables (written as CSV and as a markdown table) and
+//! notes, gathered into one markdown report per experiment.
+
+use crate::BenchError;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// A table of results.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Table {
+    /// File stem and title.
+    pub name: String,
+    /// Column headers (with units).
+    pub columns: Vec<String>,
+    /// Rows of formatted cells.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// An empty table.
+    pub fn new(name: &str, columns: &[&str]) -> Self {
+        Self {
+            name: name.into(),
+            columns: columns.iter().map(|c| (*c).to_owned()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a row (one cell per column).
+    pub fn row(&mut self, cells: Vec<String>) {
+        debug_assert_eq!(cells.len(), self.columns.len());
+        self.rows.push(cells);
+    }
+
+    /// The table as CSV (cells containing commas or quotes are quoted).
+    pub fn csv(&self) -> String {
+        let cell = |c: &str| {
+            if c.contains([',', '"', '\n']) {
+                format!("\"{}\"", c.replace('"', "\"\""))
+            } else {
+                c.to_owned()
+            }
+        };
+        let mut out = String::new();
+        for line in std::iter::once(&self.columns).chain(&self.rows) {
+            let cells: Vec<String> = line.iter().map(|c| cell(c)).collect();
+            let _ = writeln!(out, "{}", cells.join(","));
+        }
+        out
+    }
+
+    /// The table in markdown.
+    pub fn markdown(&self) -> String {
+        let mut out = format!(
+            "| {} |\n|{}|\n",
+            self.columns.join(" | "),
+            vec!["---"; self.columns.len()].join("|")
+        );
+        for r in &self.rows {
+            let _ = writeln!(out, "| {} |", r.join(" | "));
+        }
+        out
+    }
+}
+
+/// An experiment's results.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Experiment name.
+    pub title: String,
+    /// How it was run (engine, scale, emulation), printed first.
+    pub setup: Vec<String>,
+    /// Result tables.
+    pub tables: Vec<Table>,
+    /// Observations and comparisons with the paper.
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// The whole report as markdown.
+    pub fn markdown(&self) -> String {
+        let mut out = format!("# {}\n\n", self.title);
+        for s in &self.setup {
+            let _ = writeln!(out, "- {s}");
+        }
+        for t in &self.tables {
+            let _ = write!(out, "\n## {}\n\n{}", t.name, t.markdown());
+        }
+        if !self.notes.is_empty() {
+            out.push('\n');
+            for n in &self.notes {
+                let _ = writeln!(out, "{n}\n");
+            }
+        }
+        out
+    }
+
+    /// Writes `<table>.csv` per table and `<stem>.md` into `dir`.
+    pub fn write(&self, dir: &Path, stem: &str) -> Result<Vec<String>, BenchError> {
+        let io = |path: &Path| {
+            let path = path.display().to_string();
+            move |source| BenchError::Io { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let mut written = Vec::new();
+        for t in &self.tables {
+            let p = dir.join(format!("{}.csv", t.name));
+            std::fs::write(&p, t.csv()).map_err(io(&p))?;
+            written.push(p.display().to_string());
+        }
+        let p = dir.join(format!("{stem}.md"));
+        std::fs::write(&p, self.markdown()).map_err(io(&p))?;
+        written.push(p.display().to_string());
+        Ok(written)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quotes_and_markdown_aligns() {
+        let mut t = Table::new("t", &["app", "value"]);
+        t.row(vec!["a,b".into(), "1".into()]);
+        assert_eq!(t.csv(), "app,value\n\"a,b\",1\n");
+        assert_eq!(t.markdown(), "| app | value |\n|---|---|\n| a,b | 1 |\n");
+    }
+}

@@ -1,0 +1,200 @@
+//! A whole run: start the cluster, place the pipeline, feed the inputs (pacing them), rescale
+//! as the policy decides, and collect the outputs, the final state and the statistics.
+
+use crate::cluster::{Cluster, ClusterError, Launch};
+use crate::planner::stats::{MigrationRecord, RunSummary};
+use crate::planner::{Input, PlannerConfig, PlannerError, Progress, SinkOutput};
+use crate::routing::RoutingPlan;
+use crate::scaling::{CoefficientSample, Scaler, ScalingConfig, ScalingError, ScalingEvent};
+use clasp_core::Pipeline;
+use clasp_core::placement::Placement;
+use clasp_core::stats::ObservedStats;
+use clasp_plan::keys::assign_keys;
+use clasp_plan::policy::clasp_on_workers;
+use clasp_plan::{PlanInput, Policy};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::time::Duration;
+
+/// What to run and how.
+#[derive(Debug)]
+pub struct Job {
+    /// The pipeline.
+    pub pipeline: Pipeline,
+    /// Workers at the start.
+    pub workers: u32,
+    /// Executor slots per worker.
+    pub slots: u32,
+    /// Planner settings (batch size, intervals, limits).
+    pub planner: PlannerConfig,
+    /// How workers are started.
+    pub launch: Launch,
+    /// The placement to start from; default: CLASP's placement of the spec's rates on
+    /// `workers` workers (Eq. 12's allocation on one worker).
+    pub placement: Option<Placement>,
+    /// The scaling policy and its settings.
+    pub scaling: ScalingConfig,
+    /// Stop the inputs after this long.
+    pub duration: Option<Duration>,
+    /// The rate the initial placement is planned for (requests/s).
+    pub initial_rate: f64,
+}
+
+/// Everything `--stats` writes: the observed statistics (the schema `clasp plan --stats`
+/// reads) plus the run's scaling history.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunStats {
+    /// Table 2 metrics over the run.
+    #[serde(flatten)]
+    pub observed: ObservedStats,
+    /// The policy.
+    pub policy: String,
+    /// Rescalings.
+    pub scaling_events: Vec<ScalingEvent>,
+    /// Every migration, with per-worker pauses.
+    pub migrations: Vec<MigrationRecord>,
+    /// Estimates after every interval.
+    pub coefficients_over_time: Vec<CoefficientSample>,
+    /// Decisions the cooldown held back.
+    pub held_back: u32,
+    /// Totals.
+    pub summary: RunSummary,
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct JobOutput {
+    /// Totals.
+    pub summary: RunSummary,
+    /// Statistics for `--stats`.
+    pub stats: RunStats,
+    /// The placement at the end.
+    pub placement: Placement,
+    /// Lines written to the state dump.
+    pub state_lines: usize,
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// Cluster trouble.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// Planner trouble.
+    #[error(transparent)]
+    Planner(#[from] PlannerError),
+    /// Planning failed.
+    #[error("planning the initial placement: {0}")]
+    Plan(#[from] clasp_plan::PlanError),
+    /// The placement given does not fit the pipeline.
+    #[error("the placement does not fit the pipeline: {0}")]
+    Placement(String),
+}
+
+impl From<ScalingError> for JobError {
+    fn from(e: ScalingError) -> Self {
+        match e {
+            ScalingError::Cluster(e) => Self::Cluster(e),
+            ScalingError::Planner(e) => Self::Planner(e),
+        }
+    }
+}
+
+/// The placement to start from.
+pub fn initial_placement(job: &Job) -> Result<Placement, JobError> {
+    if let Some(p) = &job.placement {
+        p.check(&job.pipeline).map_err(JobError::Placement)?;
+        return Ok(p.clone());
+    }
+    let plan = &job.scaling.plan;
+    let stats = clasp_plan::projection::spec_observation(
+        &job.pipeline,
+        job.initial_rate,
+        plan,
+        &clasp_core::stats::Coefficients::PAPER,
+    );
+    let input = PlanInput {
+        pipeline: &job.pipeline,
+        stats: &stats,
+        target_rate: job.initial_rate,
+        coefficients: clasp_core::stats::Coefficients::PAPER,
+        config: plan,
+        current: None,
+    };
+    let decision = if job.workers <= 1 {
+        Policy::Static.decide(&input)?
+    } else {
+        clasp_on_workers(Policy::Clasp, &input, job.workers)?
+    };
+    Ok(decision.placement)
+}
+
+/// Runs `job` on `inputs`; `progress` sees every interval, `on_event` every rescaling. With
+/// `state_dump`, the final keyed state is written there as JSON lines.
+pub fn run(
+    job: Job,
+    inputs: Vec<Input>,
+    sink: Box<dyn SinkOutput>,
+    state_dump: Option<&mut dyn Write>,
+    mut progress: impl FnMut(&Progress),
+    mut on_event: impl FnMut(&ScalingEvent),
+) -> Result<JobOutput, JobError> {
+    let placement = initial_placement(&job)?;
+    let keys = assign_keys(&job.pipeline, &placement, job.planner.settings.key_groups, None);
+    let workers = placement.workers as usize;
+    let policy = job.scaling.policy;
+    let mut cluster = Cluster::start(
+        job.pipeline.clone(),
+        job.planner.clone(),
+        sink,
+        job.launch.clone(),
+        workers,
+        job.slots,
+    )?;
+    cluster.planner.install(RoutingPlan {
+        epoch: 1,
+        placement: placement.clone(),
+        keys: keys.clone(),
+    })?;
+    let mut scaler = Scaler::new(job.scaling.clone(), placement, keys, 1);
+    let Cluster { planner, pool } = &mut cluster;
+    let mut failure: Option<ScalingError> = None;
+    let result = planner.run(inputs, job.duration, &mut progress, |planner, p| {
+        match scaler.step(planner, pool, p) {
+            Ok(Some(event)) => on_event(&event),
+            Ok(None) => {}
+            Err(ScalingError::Planner(e)) => return Err(e),
+            Err(e) => failure = Some(e),
+        }
+        Ok(())
+    });
+    let summary = match (result, failure) {
+        (Ok(s), None) => s,
+        (Err(e), _) => {
+            cluster.pool.kill_all();
+            return Err(e.into());
+        }
+        (Ok(_), Some(e)) => {
+            cluster.pool.kill_all();
+            return Err(e.into());
+        }
+    };
+    let state_lines = match state_dump {
+        Some(out) => cluster.planner.dump_state(out)?,
+        None => 0,
+    };
+    let mut observed = cluster.planner.observed(summary.duration_s + 1.0);
+    observed.coefficients = Some(scaler.estimates());
+    let stats = RunStats {
+        observed,
+        policy: policy.name().into(),
+        scaling_events: scaler.events.clone(),
+        migrations: summary.migrations.clone(),
+        coefficients_over_time: scaler.coefficients.clone(),
+        held_back: scaler.held_back,
+        summary: summary.clone(),
+    };
+    let placement = scaler.placement().clone();
+    cluster.shutdown()?;
+    Ok(JobOutput { summary, stats, placement, state_lines })
+}

@@ -1,0 +1,113 @@
+//! The experiments at quick scale, and the elastic loop end to end: every chain completes
+//! across migrations, and a seed determines the run.
+
+use clasp_core::Pipeline;
+use clasp_core::pattern::RatePattern;
+use clasp_plan::Policy;
+use clasp_sim::experiments::{Setup, end_to_end, placement, scaling, worker_count};
+use clasp_sim::{ControllerConfig, Deployment, SimConfig, Simulation};
+use std::path::Path;
+
+fn pipeline(name: &str) -> Pipeline {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pipelines").join(name);
+    clasp_core::spec::load(&path).unwrap()
+}
+
+#[test]
+fn scaling_is_sublinear_but_grows() {
+    let rows = scaling::run(&[pipeline("syn.toml")], &Setup::quick(1)).unwrap();
+    println!("\nscaling (quick): {rows:#?}");
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0].throughput_ratio, 1.0);
+    let (five, ten) = (rows[1].throughput_ratio, rows[2].throughput_ratio);
+    // More workers sustain more, but chained requests crossing workers cost capacity.
+    assert!(1.0 < five && five < ten, "{five} {ten}");
+    assert!(five < 5.0 && ten < 10.0, "{five} {ten}");
+    assert!(rows.iter().all(|r| r.p95_ms > 0.0 && r.latency_rate == rows[0].latency_rate));
+}
+
+#[test]
+fn placement_compares_every_policy_on_ten_workers() {
+    let rows =
+        placement::run(&[pipeline("wc.toml")], &Setup::quick(2), &placement::POLICIES).unwrap();
+    println!("\nplacement (quick): {rows:#?}");
+    assert_eq!(rows.len(), placement::POLICIES.len());
+    assert_eq!(rows[0].ratio, 1.0);
+    for r in &rows {
+        assert!(r.throughput > 0.0 && r.workers >= 1 && r.workers <= 10, "{r:?}");
+        assert!((r.ratio - r.throughput / rows[0].throughput).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn worker_count_errors_cover_every_transition() {
+    let setup = Setup::quick(3);
+    let policies = [Policy::Clasp, Policy::FaasFlow];
+    let r = worker_count::run(&[pipeline("sd.toml")], &setup, &policies).unwrap();
+    let n = setup.levels.len();
+    assert_eq!(r.transitions.len(), policies.len() * n * (n - 1));
+    let m = &r.maxima[0];
+    // More workers sustain more, so the optimum never falls as the target rises.
+    let optima: Vec<u32> = setup.levels.iter().map(|l| m.optimal(l * m.max())).collect();
+    assert!(optima.windows(2).all(|w| w[0] <= w[1]), "{optima:?}");
+    for t in &r.transitions {
+        assert_eq!(t.error, t.predicted.abs_diff(t.optimal));
+        assert_eq!(t.optimal, m.optimal(t.target_rate));
+    }
+    let all: Vec<_> = r.mae.iter().filter(|e| e.by == "all").collect();
+    assert_eq!(all.len(), policies.len());
+    for e in &r.mae {
+        println!(
+            "{:<9} {:<9} {:>4} MAE {:.3} over {}",
+            e.policy, e.by, e.key, e.mae, e.transitions
+        );
+    }
+}
+
+#[test]
+fn end_to_end_runs_every_policy_on_both_patterns() {
+    let setup = Setup { pattern_scale: 0.15, ..Setup::quick(4) };
+    let policies = [Policy::Clasp, Policy::FaasFlowSp];
+    let rows = end_to_end::run(&[pipeline("syn.toml")], &setup, &policies).unwrap();
+    println!("\nend-to-end (quick): {rows:#?}");
+    assert_eq!(rows.len(), 2 * policies.len());
+    assert_eq!((rows[0].pattern.as_str(), rows[2].pattern.as_str()), ("burst", "gradual"));
+    for r in &rows {
+        assert!(r.throughput > 0.0 && r.mean_workers >= 1.0 && r.p95_ms >= r.p50_ms, "{r:?}");
+    }
+}
+
+/// Runs SYN under a burst with the CLASP controller, then long enough to drain.
+fn elastic(seed: u64) -> clasp_sim::SimSummary {
+    let p = pipeline("syn.toml");
+    let pattern = RatePattern::burst(900.0, seed);
+    let cfg = SimConfig {
+        duration_s: pattern.duration().unwrap() + 60.0,
+        warmup_s: 0.0,
+        seed,
+        ..SimConfig::default()
+    };
+    let controller = ControllerConfig { warmup_requests: 1_000, ..ControllerConfig::default() };
+    Simulation::from_spec(&p, cfg, pattern, Deployment::Elastic(Box::new(controller)))
+        .unwrap()
+        .run()
+}
+
+#[test]
+fn every_chain_completes_across_migrations() {
+    let s = elastic(7);
+    println!("\n{}", s.human());
+    assert!(s.scaling_events.len() >= 3, "the controller rescales: {:?}", s.scaling_events);
+    assert!(s.max_workers > 1);
+    // Nothing lost, nothing run twice: every input's chain completed exactly once.
+    assert_eq!(s.completed, s.inputs);
+    for e in &s.scaling_events {
+        assert!(e.planner_ms >= e.max_worker_pause_ms && e.max_worker_pause_ms >= 0.0, "{e:?}");
+    }
+}
+
+#[test]
+fn same_seed_same_elastic_run() {
+    let (a, b) = (elastic(9), elastic(9));
+    assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+}

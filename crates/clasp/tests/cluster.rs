@@ -1,0 +1,193 @@
+//! `clasp run` end to end: word count on worker threads and on worker processes, elastic
+//! runs that scale 1 → 3 → 1, and failures reported clearly.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn clasp() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_clasp"))
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("clasp-cluster-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// A corpus written by `clasp gen wc`.
+fn corpus(lines: u64, seed: u64) -> PathBuf {
+    let path = tmp(&format!("corpus-{lines}-{seed}.txt"));
+    let out = clasp()
+        .args(["gen", "wc", "--count", &lines.to_string(), "--seed", &seed.to_string(), "--out"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    path
+}
+
+/// Word counts from scratch: maximal runs of alphanumeric characters, lower-cased.
+fn reference(path: &Path) -> BTreeMap<String, u64> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut counts = BTreeMap::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        *counts.entry(word.to_lowercase()).or_insert(0) += 1;
+    }
+    counts
+}
+
+fn dumped_counts(path: &Path) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["operator"], "count");
+        let fresh =
+            counts.insert(v["key"].as_str().unwrap().to_owned(), v["value"].as_u64().unwrap());
+        assert!(fresh.is_none(), "a key dumped twice");
+    }
+    counts
+}
+
+fn run(args: &[&str]) -> (String, String) {
+    let out = clasp().arg("run").args(args).output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "clasp run {args:?} failed:\n{stderr}");
+    (stdout, stderr)
+}
+
+#[test]
+fn wc_on_three_worker_processes_matches_the_reference() {
+    let input = corpus(30_000, 3);
+    for batch in ["1", "256"] {
+        let dump = tmp(&format!("wc-procs-{batch}.jsonl"));
+        let input_arg = format!("file:{}", input.display());
+        run(&[
+            "pipelines/wc.toml",
+            "--workers",
+            "3",
+            "--processes",
+            "--batch",
+            batch,
+            "--input",
+            &input_arg,
+            "--state-dump",
+            dump.to_str().unwrap(),
+            "--quiet",
+        ]
+        .map(|a| {
+            if a == "pipelines/wc.toml" {
+                root().join(a).to_str().unwrap().to_owned()
+            } else {
+                a.to_owned()
+            }
+        })
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>());
+        assert_eq!(dumped_counts(&dump), reference(&input), "batch {batch}");
+    }
+}
+
+/// Runs WC elastically (policy clasp) through a trace of low, high, low rates.
+fn elastic(processes: bool) {
+    let input = corpus(85_000, 9);
+    let trace = tmp("trace.txt");
+    std::fs::write(&trace, "2 50\n5 1000\n6 50\n").unwrap();
+    let dump = tmp(&format!("elastic-{processes}.jsonl"));
+    let stats = tmp(&format!("elastic-{processes}.json"));
+    let spec = root().join("pipelines/wc.toml");
+    let mut args = vec![
+        spec.to_str().unwrap().to_owned(),
+        "--policy".into(),
+        "clasp".into(),
+        "--slots".into(),
+        "3".into(),
+        "--batch".into(),
+        "16".into(),
+        "--warmup".into(),
+        "100".into(),
+        "--cooldown".into(),
+        "2".into(),
+        "--interval-ms".into(),
+        "500".into(),
+        "--service-time".into(),
+        "count=50:sleep".into(),
+        "--pattern".into(),
+        format!("trace:{}", trace.display()),
+        "--input".into(),
+        format!("file:{}", input.display()),
+        "--state-dump".into(),
+        dump.display().to_string(),
+        "--stats".into(),
+        stats.display().to_string(),
+        "--quiet".into(),
+    ];
+    if processes {
+        args.push("--processes".into());
+    }
+    run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(dumped_counts(&dump), reference(&input));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let events = s["scaling_events"].as_array().unwrap();
+    let workers: Vec<u64> = std::iter::once(1)
+        .chain(events.iter().map(|e| e["to_workers"].as_u64().unwrap()))
+        .collect();
+    let peak = workers
+        .iter()
+        .position(|w| *w >= 3)
+        .unwrap_or_else(|| panic!("never reached 3 workers: {workers:?}"));
+    assert!(workers[peak..].contains(&1), "never back to 1 worker: {workers:?}");
+    for e in events {
+        for field in
+            ["time_s", "from_workers", "to_workers", "reason", "planner_ms", "max_worker_pause_ms"]
+        {
+            assert!(!e[field].is_null(), "scaling event without {field}: {e}");
+        }
+    }
+}
+
+#[test]
+fn elastic_wc_scales_1_3_1_on_threads_and_keeps_every_count() {
+    elastic(false);
+}
+
+#[test]
+fn elastic_wc_scales_1_3_1_on_processes_and_keeps_every_count() {
+    elastic(true);
+}
+
+fn fails(args: &[&str], expected: &str) {
+    let out = clasp().arg("run").args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(stderr.contains(expected), "{args:?}: expected `{expected}` in:\n{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn bad_run_arguments_fail_before_anything_starts() {
+    let wc = root().join("pipelines/wc.toml");
+    let wc = wc.to_str().unwrap();
+    fails(&[wc, "--policy", "fifo"], "unknown policy `fifo`; valid policies: clasp, faasflow");
+    fails(&[wc, "--pattern", "wavy", "--rate", "10"], "wavy");
+    fails(&[wc, "--max-workers", "0"], "--max-workers must be at least 1");
+    fails(&[wc, "--pattern", "gradual"], "rate");
+    fails(&[wc, "--rate=-5"], "--rate -5 must be a positive number");
+    fails(&[wc, "--service-time", "splitt=4"], "no operator `splitt`");
+    fails(&[wc, "--input", "lines=nope"], "expected file:PATH or gen[:COUNT]");
+    fails(&[wc, "--input", "rows=gen"], "has no source `rows`");
+    let trace = tmp("bad-trace.txt");
+    std::fs::write(&trace, "2 100\nthree 5\n").unwrap();
+    fails(&[wc, "--pattern", &format!("trace:{}", trace.display()), "--rate", "1"], ":2");
+    let w2 = root().join("pipelines/taxi-w2.toml");
+    fails(&[w2.to_str().unwrap(), "--input", "rides=gen:10"], "source `fares` has no input");
+}
