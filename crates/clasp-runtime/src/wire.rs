@@ -16,7 +16,7 @@ use std::io::{self, Read, Write};
 /// First bytes of every connection.
 pub const MAGIC: [u8; 8] = *b"CLASP\x00\r\n";
 /// Bumped on every incompatible change of [`Message`].
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Default largest frame accepted (bytes).
 pub const DEFAULT_MAX_FRAME: u32 = 64 << 20;
 
@@ -72,6 +72,7 @@ pub struct Welcome {
     /// The id assigned.
     pub worker: WorkerId,
     /// The pipeline, with any command-line overrides applied.
+    #[serde(with = "pipeline_as_json")]
     pub pipeline: Pipeline,
     /// Settings.
     pub settings: WorkerSettings,
@@ -79,6 +80,21 @@ pub struct Welcome {
     pub peers: Vec<(WorkerId, String)>,
     /// The current routing, if the pipeline is already placed.
     pub routing: Option<RoutingPlan>,
+}
+
+/// The pipeline travels as JSON text inside the frame: operators' `params` are free-form JSON
+/// values, which postcard (not self-describing) can encode but never decode.
+mod pipeline_as_json {
+    use clasp_core::Pipeline;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(p: &Pipeline, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&serde_json::to_string(p).map_err(serde::ser::Error::custom)?)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Pipeline, D::Error> {
+        serde_json::from_str(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
 }
 
 /// Credit returned by finished leaf requests of one chain.
@@ -371,15 +387,41 @@ mod tests {
     }
 
     #[test]
+    fn a_welcome_carries_operator_params() {
+        let spec = "[pipeline]\nname = \"p\"\n[[source]]\nname = \"in\"\n\
+                    [[operator]]\nname = \"a\"\n[operator.params]\nwindow = 20\nmode = \"x\"\n\
+                    [[stream]]\nfrom = \"in\"\nto = \"a\"\n";
+        let pipeline = clasp_core::spec::parse(spec, "p.toml").unwrap();
+        assert!(!pipeline.operators[0].params.is_empty());
+        let welcome = Welcome {
+            worker: WorkerId(1),
+            pipeline: pipeline.clone(),
+            settings: crate::planner::PlannerConfig::default().settings,
+            peers: Vec::new(),
+            routing: None,
+        };
+        let mut buf = Vec::new();
+        encode(&Message::Welcome(Box::new(welcome)), &mut buf);
+        let mut r = FrameReader::new("t".into(), 1 << 20);
+        match r.read_message(&mut &buf[..]).unwrap() {
+            Some(Message::Welcome(w)) => assert_eq!(w.pipeline, pipeline),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn preamble_checks_magic_and_version() {
         let mut ok = Vec::new();
         write_preamble(&mut ok).unwrap();
         read_preamble(&mut &ok[..], "p").unwrap();
         let err = read_preamble(&mut &b"GET / HTTP/1.1\r\n"[..], "p").unwrap_err();
         assert!(err.to_string().contains("not a clasp peer"), "{err}");
-        let mut v2 = ok.clone();
-        v2[8] = 2;
-        let err = read_preamble(&mut &v2[..], "p").unwrap_err();
-        assert!(err.to_string().contains("protocol v2, this node v1"), "{err}");
+        let mut other = ok.clone();
+        other[8] = 9;
+        let err = read_preamble(&mut &other[..], "p").unwrap_err();
+        assert!(
+            err.to_string().contains(&format!("protocol v9, this node v{PROTOCOL_VERSION}")),
+            "{err}"
+        );
     }
 }

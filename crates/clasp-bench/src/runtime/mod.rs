@@ -2,6 +2,7 @@
 //! as threads of this process or as worker processes of the `clasp` binary.
 
 pub mod dispatch;
+pub mod migration;
 pub mod wc;
 
 use crate::BenchError;

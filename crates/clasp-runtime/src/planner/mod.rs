@@ -156,6 +156,11 @@ struct WorkerSlot {
 pub trait SinkOutput: Send {
     /// Records `batch` reaching sink `sink` (named `name`).
     fn write(&mut self, name: &str, batch: &Batch) -> std::io::Result<()>;
+
+    /// Writes out anything buffered; called when a run ends.
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Writes sink records as JSON lines `{"sink":…,"key":…,"value":…}`.
@@ -173,6 +178,10 @@ impl<W: Write + Send> SinkOutput for JsonLinesSink<W> {
             writeln!(self.0, "{{\"sink\":{sink},\"key\":{key},\"value\":{value}}}")?;
         }
         Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
     }
 }
 
@@ -603,6 +612,11 @@ impl Planner {
         }
         let _ = dispatcher.join();
         self.final_reports()?;
+        // Every chain completed, so every sink record has arrived (workers send a chain's
+        // records before its credit).
+        if let Err(e) = lock(&self.shared.sink).flush() {
+            lock(&self.shared.sink_error).get_or_insert(e);
+        }
         if let Some(e) = lock(&input_errors).take() {
             return Err(e);
         }
@@ -838,16 +852,20 @@ fn register(shared: &Arc<Shared>, hello: Hello, stream: TcpStream, reader: wire:
             peers: Vec::new(),
             left: false,
         });
-        (WorkerId::from(id), peers)
+        let id = WorkerId::from(id);
+        // Queued before the lock is released: once the slot is visible, other threads send to
+        // it (a worker joining at the same time announces itself with `PeerJoined`, `install`
+        // sends the routing), and the worker must read its Welcome first.
+        let welcome = Welcome {
+            worker: id,
+            pipeline: (*shared.pipeline).clone(),
+            settings: shared.config.settings.clone(),
+            peers: peers.clone(),
+            routing: Some(shared.routing().plan().clone()),
+        };
+        link.send(Message::Welcome(Box::new(welcome)));
+        (id, peers)
     };
-    let welcome = Welcome {
-        worker: id,
-        pipeline: (*shared.pipeline).clone(),
-        settings: shared.config.settings.clone(),
-        peers: peers.clone(),
-        routing: Some(shared.routing().plan().clone()),
-    };
-    link.send(Message::Welcome(Box::new(welcome)));
     let Ok(send_stream) = stream.try_clone() else { return };
     net::spawn_sender(
         format!("planner-to-{id}"),

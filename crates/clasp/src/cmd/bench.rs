@@ -55,6 +55,7 @@ pub fn run(args: &Args) -> Result<()> {
     let report = match (args.experiment.as_str(), args.engine) {
         ("dispatch", Engine::Runtime) => clasp_bench::runtime::dispatch::run(&o)?,
         ("wc", Engine::Runtime) => clasp_bench::runtime::wc::run(&o)?,
+        ("migration", Engine::Runtime) => clasp_bench::runtime::migration::run(&o)?,
         (name, engine) => {
             return Err(anyhow!(
                 "unknown experiment `{name}` on engine {engine}; valid: dispatch, wc (runtime), edge"
