@@ -131,7 +131,6 @@ pub struct Operator {
     /// Emulated service time, if any.
     pub service: Option<ServiceTime>,
     /// Function parameters (`[operator.params]`), as JSON.
-    #[serde(with = "params_wire")]
     pub params: serde_json::Map<String, serde_json::Value>,
     /// Where it was declared.
     pub origin: Origin,
@@ -362,47 +361,5 @@ impl Pipeline {
             Endpoint::Operator(o) => &self.operators[o.index()].name,
             Endpoint::Sink(s) => &self.sinks[s.index()].name,
         }
-    }
-}
-
-/// Operator parameters travel as a map in self-describing formats (JSON) and as JSON text in
-/// the others: postcard, which ships pipelines to workers, cannot decode a free-form value.
-mod params_wire {
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    type Params = serde_json::Map<String, serde_json::Value>;
-
-    pub fn serialize<S: Serializer>(p: &Params, s: S) -> Result<S::Ok, S::Error> {
-        if s.is_human_readable() {
-            p.serialize(s)
-        } else {
-            serde_json::to_string(p).map_err(serde::ser::Error::custom)?.serialize(s)
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Params, D::Error> {
-        if d.is_human_readable() {
-            Params::deserialize(d)
-        } else {
-            let text = String::deserialize(d)?;
-            serde_json::from_str(&text).map_err(serde::de::Error::custom)
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn pipelines_with_parameters_survive_postcard_and_json() {
-        let text = "[[source]]\nname = \"s\"\n[[operator]]\nname = \"w\"\nfunction = \"f\"\n\
-                    [operator.params]\nsize_min = 15\nlabel = \"x\"\n[[sink]]\nname = \"k\"\n\
-                    [[stream]]\nfrom = \"s\"\nto = \"w\"\n[[stream]]\nfrom = \"w\"\nto = \"k\"\n";
-        let p = crate::spec::parse(text, "t.toml").unwrap();
-        let wire = postcard::to_allocvec(&p).unwrap();
-        let back: super::Pipeline = postcard::from_bytes(&wire).unwrap();
-        assert_eq!(back, p);
-        assert_eq!(back.operators[0].params["size_min"], 15);
-        let json = serde_json::to_value(&p).unwrap();
-        assert_eq!(json["operators"][0]["params"]["label"], "x");
     }
 }
