@@ -60,10 +60,50 @@ pub struct WorkerSettings {
     pub max_frame: u32,
     /// Seed for routing draws.
     pub seed: u64,
+    /// Emulated dispatch costs, spent by the sending executor on top of the real cost.
+    pub dispatch_cost: Option<DispatchCost>,
     /// Saturation thresholds: mean queue size and mean queue wait (ms).
     pub saturation_queue: f64,
     /// See `saturation_queue`.
     pub saturation_wait_ms: f64,
+}
+
+/// Emulated chained-request costs (to run the paper's cost regime on this runtime): µs per
+/// local and per remote chained request, and µs per distinct remote destination per second.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DispatchCost {
+    /// α: per local chained request (µs).
+    pub local_us: f64,
+    /// β: per remote chained request (µs).
+    pub remote_us: f64,
+    /// γ: per distinct remote worker reached, once per second (µs).
+    pub fanout_us: f64,
+    /// Spin (uses a core) or sleep (holds the executor only).
+    pub mode: clasp_core::pipeline::ServiceMode,
+}
+
+impl DispatchCost {
+    /// Parses `local=US,remote=US,fanout=US[:spin|:sleep]` (missing terms are 0).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let (terms, mode) = match s.rsplit_once(':') {
+            Some((t, "spin")) => (t, clasp_core::pipeline::ServiceMode::Spin),
+            Some((t, "sleep")) => (t, clasp_core::pipeline::ServiceMode::Sleep),
+            Some((_, m)) => return Err(format!("`{m}` is not spin or sleep")),
+            None => (s, clasp_core::pipeline::ServiceMode::Sleep),
+        };
+        let mut c = Self { local_us: 0.0, remote_us: 0.0, fanout_us: 0.0, mode };
+        for term in terms.split(',').filter(|t| !t.trim().is_empty()) {
+            let (k, v) = term.split_once('=').ok_or_else(|| format!("`{term}`: expected NAME=MICROSECONDS"))?;
+            let v: f64 = v.trim().parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0).ok_or_else(|| format!("`{term}`: `{v}` is not a number of microseconds >= 0"))?;
+            match k.trim() {
+                "local" => c.local_us = v,
+                "remote" => c.remote_us = v,
+                "fanout" => c.fanout_us = v,
+                other => return Err(format!("`{other}` is not local, remote or fanout")),
+            }
+        }
+        Ok(c)
+    }
 }
 
 /// The planner's answer to a joining worker.

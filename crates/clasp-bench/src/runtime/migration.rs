@@ -25,7 +25,7 @@ fn lines(keys: u64, n: usize, seed: u64) -> Arc<Vec<Vec<u8>>> {
                 // The first lines name every key once, in order; the rest are random.
                 let words: Vec<String> = (0..10)
                     .map(|j| {
-                        let k = (i as u64 * 10 + j) as u64;
+                        let k = i as u64 * 10 + j;
                         if k < keys { format!("key{k}") } else { format!("key{}", rng.below(keys)) }
                     })
                     .collect();

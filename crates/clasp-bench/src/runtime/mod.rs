@@ -1,7 +1,9 @@
 //! Experiments on the real runtime, on this machine: planner and workers over loopback TCP,
 //! as threads of this process or as worker processes of the `clasp` binary.
 
+pub mod coefficients;
 pub mod dispatch;
+pub mod end_to_end;
 pub mod migration;
 pub mod wc;
 

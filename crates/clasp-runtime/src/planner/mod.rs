@@ -52,6 +52,7 @@ impl Default for PlannerConfig {
                 flush_deadline_us: 100,
                 max_frame: wire::DEFAULT_MAX_FRAME,
                 seed: 1,
+                dispatch_cost: None,
                 saturation_queue: 500.0,
                 saturation_wait_ms: 100.0,
             },

@@ -86,6 +86,8 @@ pub struct Outbox {
     /// the executor is about to sleep, or the oldest has waited the flush deadline.
     remote: Vec<Vec<Request>>,
     oldest_remote: Option<Instant>,
+    /// Remote workers the last execution sent to (for the emulated fan-out cost).
+    remote_targets: Vec<WorkerId>,
     flush_deadline: std::time::Duration,
     // Buffered for the planner, across requests.
     sinks: Vec<Batch>,
@@ -124,6 +126,7 @@ impl Outbox {
             spare: Vec::new(),
             remote: Vec::new(),
             oldest_remote: None,
+            remote_targets: Vec::new(),
             flush_deadline,
             sinks,
             sink_records: 0,
@@ -238,12 +241,37 @@ impl Outbox {
             } else {
                 remote += 1;
                 self.counters.reached(w);
+                if !self.remote_targets.contains(&w) {
+                    self.remote_targets.push(w);
+                }
                 self.hold_remote(w, req);
             }
         }
         self.children = children;
         bump(&self.counters.local, local);
         bump(&self.counters.remote, remote);
+        if let Some(cost) = self.shared.settings.dispatch_cost {
+            self.emulate_dispatch(&cost, local, remote);
+        }
+    }
+
+    /// Spends the emulated dispatch cost of the chained requests just sent: α per local, β
+    /// per remote, γ for every remote worker this worker reaches for the first time this
+    /// second.
+    fn emulate_dispatch(&mut self, cost: &crate::wire::DispatchCost, local: u64, remote: u64) {
+        let mut micros = cost.local_us * local as f64 + cost.remote_us * remote as f64;
+        if cost.fanout_us > 0.0 {
+            for w in self.remote_targets.drain(..) {
+                let (word, bit) = (w.index() / 64, 1u64 << (w.index() % 64));
+                if let Some(cell) = self.shared.fanout_reached.get(word)
+                    && cell.fetch_or(bit, Ordering::Relaxed) & bit == 0
+                {
+                    micros += cost.fanout_us;
+                }
+            }
+        }
+        self.remote_targets.clear();
+        service::spend(micros, cost.mode);
     }
 
     /// Buffers a chained request for worker `w`; a full batch goes at once.

@@ -100,6 +100,9 @@ pub struct WorkerShared {
     stopping: AtomicBool,
     /// A report the planner asked for (its request number), picked up by the monitor.
     report_now: AtomicU64,
+    /// Remote workers reached in the current second (emulated fan-out cost is charged once
+    /// per destination per second); cleared by the monitor every second.
+    pub fanout_reached: Box<[AtomicU64]>,
 }
 
 impl std::fmt::Debug for WorkerShared {
@@ -359,6 +362,7 @@ fn build_shared(
         held: Mutex::new(Vec::new()),
         stopping: AtomicBool::new(false),
         report_now: AtomicU64::new(0),
+        fanout_reached: (0..MAX_WORKERS / 64).map(|_| AtomicU64::new(0)).collect(),
         settings: w.settings,
         ops,
         stores,

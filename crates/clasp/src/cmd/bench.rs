@@ -56,6 +56,8 @@ pub fn run(args: &Args) -> Result<()> {
         ("dispatch", Engine::Runtime) => clasp_bench::runtime::dispatch::run(&o)?,
         ("wc", Engine::Runtime) => clasp_bench::runtime::wc::run(&o)?,
         ("migration", Engine::Runtime) => clasp_bench::runtime::migration::run(&o)?,
+        ("coefficients", Engine::Runtime) => clasp_bench::runtime::coefficients::run(&o)?,
+        ("end-to-end", Engine::Runtime) => clasp_bench::runtime::end_to_end::run(&o)?,
         (name, engine) => {
             return Err(anyhow!(
                 "unknown experiment `{name}` on engine {engine}; valid: dispatch, wc (runtime), edge"
