@@ -8,6 +8,43 @@ use std::io::{self, BufRead, BufReader, Read};
 pub trait LineSource: Send {
     /// Replaces `line` with the next line (without its newline); `false` at the end.
     fn next_line(&mut self, line: &mut Vec<u8>) -> io::Result<bool>;
+
+    /// Reads the next record into `rec`. Line inputs keep this default: a line, keyed by the
+    /// source's `key_field`, entering the pipeline when it is read. Inputs whose records were
+    /// produced elsewhere (an edge device's cut streams) set `rec.key`, and `rec.origin_ns`
+    /// when the record's chain started before it reached this input; they may also answer
+    /// [`Next::Idle`] when nothing arrived for a while, so the records read so far go out
+    /// without waiting for a full request.
+    fn next_record(&mut self, rec: &mut InputRecord) -> io::Result<Next> {
+        rec.keyed = false;
+        rec.origin_ns = None;
+        Ok(if self.next_line(&mut rec.value)? { Next::Record } else { Next::End })
+    }
+}
+
+/// What [`LineSource::next_record`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// A record.
+    Record,
+    /// Nothing for now: send what was read so far, then ask again.
+    Idle,
+    /// The input is exhausted.
+    End,
+}
+
+/// One record read by [`LineSource::next_record`].
+#[derive(Clone, Debug, Default)]
+pub struct InputRecord {
+    /// The key, when `keyed`.
+    pub key: Vec<u8>,
+    /// The record (a line for line inputs).
+    pub value: Vec<u8>,
+    /// Whether `key` holds the key; otherwise the source's `key_field` keys the value.
+    pub keyed: bool,
+    /// When the record's chain started (ns since the Unix epoch, the runtime's clock), if
+    /// earlier than its arrival here: end-to-end latency then counts from it.
+    pub origin_ns: Option<u64>,
 }
 
 /// Lines of a file or any reader.

@@ -282,6 +282,13 @@ impl LocalDriver {
         self.sinks[sink.index()].iter()
     }
 
+    /// Takes the records that reached `sink` since the last call, leaving none behind: for a
+    /// caller that forwards sink records as they come (an edge device's connectors), so the
+    /// driver does not hold a whole run's output.
+    pub fn take_sink_records(&mut self, sink: SinkId) -> Batch {
+        std::mem::take(&mut self.sinks[sink.index()])
+    }
+
     /// Records that reached the sink named `name` (none if there is no such sink).
     pub fn sink_records_named(&self, name: &str) -> Vec<Record<'_>> {
         match self.pipeline.sinks.iter().find(|s| s.name == name) {

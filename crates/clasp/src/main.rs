@@ -32,6 +32,8 @@ enum Command {
     Gen(cmd::r#gen::Args),
     /// Run a pipeline in the discrete-event simulator of a cluster.
     Sim(cmd::sim::Args),
+    /// Run a pipeline cut between edge devices and the cloud: a device, the cloud, or both.
+    Edge(Box<cmd::edge::Args>),
 }
 
 fn main() -> std::process::ExitCode {
@@ -53,6 +55,7 @@ fn main() -> std::process::ExitCode {
         Command::Cut(args) => cmd::cut::run(&args),
         Command::Gen(args) => cmd::r#gen::run(&args),
         Command::Sim(args) => cmd::sim::run(&args),
+        Command::Edge(args) => cmd::edge::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -14,7 +14,7 @@ use crate::source::{Pacer, RateFn};
 use crate::wire::{self, Hello, Message, Role, Welcome, WorkerSettings};
 use crate::worker::executor::now_ns;
 use chains::Chains;
-use clasp_core::input::LineSource;
+use clasp_core::input::{InputRecord, LineSource, Next};
 use clasp_core::rng::SplitMix64;
 use clasp_core::{Batch, Endpoint, OperatorId, Pipeline, SourceId, WorkerId};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -284,6 +284,8 @@ impl std::fmt::Debug for Input {
 struct Queued {
     source: SourceId,
     batch: Batch,
+    /// When the oldest record's chain started, if before the planner read it.
+    origin_ns: Option<u64>,
 }
 
 /// One interval of a run, for live progress.
@@ -966,13 +968,26 @@ fn spawn_ingress(
             let source = &shared.pipeline.sources[input.source.index()];
             let batch_size = shared.config.batch_size.max(1) as usize;
             let mut pacer = Pacer::new(std::mem::replace(&mut input.rate, Box::new(|_| None)));
-            let mut line = Vec::new();
+            let mut rec = InputRecord::default();
             loop {
                 let mut batch = Batch::with_capacity(batch_size, batch_size * 64);
+                let mut origin_ns: Option<u64> = None;
                 while batch.len() < batch_size {
-                    match input.reader.next_line(&mut line) {
-                        Ok(true) => batch.push(source.key_of(&line), &line),
-                        Ok(false) => break,
+                    match input.reader.next_record(&mut rec) {
+                        Ok(Next::Record) => {
+                            let key =
+                                if rec.keyed { &rec.key[..] } else { source.key_of(&rec.value) };
+                            batch.push(key, &rec.value);
+                            if let Some(o) = rec.origin_ns {
+                                origin_ns = Some(origin_ns.map_or(o, |m| m.min(o)));
+                            }
+                        }
+                        Ok(Next::Idle) if batch.is_empty() => {
+                            if stop.load(Ordering::Acquire) {
+                                return;
+                            }
+                        }
+                        Ok(Next::Idle | Next::End) => break,
                         Err(e) => {
                             lock(&errors).get_or_insert(PlannerError::Input {
                                 source_name: source.name.clone(),
@@ -997,7 +1012,7 @@ fn spawn_ingress(
                 }
                 pacer.take();
                 let n = batch.len() as u64;
-                let mut item = Queued { source: input.source, batch };
+                let mut item = Queued { source: input.source, batch, origin_ns };
                 // A full queue holds the source back (unthrottled input retries).
                 loop {
                     match queue.send_timeout(item, Duration::from_millis(50)) {
@@ -1054,7 +1069,7 @@ fn spawn_dispatcher(shared: Arc<Shared>, queue: Receiver<Queued>) -> std::thread
                             .unwrap_or_else(PoisonError::into_inner)
                             .0;
                     }
-                    c.open(now_ns())
+                    c.open(item.origin_ns.unwrap_or_else(now_ns))
                 };
                 let routing = shared.routing();
                 let outs = &entries[item.source.index()];

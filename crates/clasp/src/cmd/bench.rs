@@ -7,7 +7,8 @@ use std::path::PathBuf;
 /// Arguments of `clasp bench`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The experiment: dispatch, wc.
+    /// The experiment: dispatch, wc, edge (the edge/cloud cut over emulated WAN links,
+    /// `--set wan=auto|netns|user-space`).
     pub experiment: String,
     /// sim or runtime.
     #[arg(long, default_value = "runtime")]
@@ -48,6 +49,9 @@ pub fn run(args: &Args) -> Result<()> {
         out: out.clone(),
         settings,
     };
+    if args.experiment == "edge" {
+        return super::edge::bench(args.quick, &out, args.seed, &o.settings);
+    }
     let report = match (args.experiment.as_str(), args.engine) {
         ("dispatch", Engine::Runtime) => clasp_bench::runtime::dispatch::run(&o)?,
         ("wc", Engine::Runtime) => clasp_bench::runtime::wc::run(&o)?,
@@ -56,7 +60,7 @@ pub fn run(args: &Args) -> Result<()> {
         ("end-to-end", Engine::Runtime) => clasp_bench::runtime::end_to_end::run(&o)?,
         (name, engine) => {
             return Err(anyhow!(
-                "unknown experiment `{name}` on engine {engine}; valid: dispatch, wc (runtime)"
+                "unknown experiment `{name}` on engine {engine}; valid: dispatch, wc (runtime), edge"
             ));
         }
     };

@@ -1,0 +1,27 @@
+//! clasp-edge: runs a pipeline cut between edge devices and the cloud (the Planner paper's
+//! deployment), and measures it over an emulated wide-area network.
+//!
+//! - [`cut`]: which cut a run uses — edgecut's minimum cut, or everything in the cloud;
+//! - [`subgraph`]: the device and cloud parts as pipelines of their own, connectors named after
+//!   their streams;
+//! - [`device`]: the edge runner — a device's part on its raw data ([`input`]), cut streams sent
+//!   over TCP by the connector [`protocol`], through the WAN [`shaper`];
+//! - [`cloud`]: the edge ingress and the cloud part on the elastic runtime;
+//! - [`embedded`]: devices and cloud in one process;
+//! - [`netns`]: devices in network namespaces behind shaped veth links;
+//! - [`bench`]: the `clasp bench edge` experiment.
+
+pub mod bench;
+pub mod cloud;
+pub mod cut;
+pub mod device;
+pub mod embedded;
+pub mod error;
+pub mod input;
+pub mod netns;
+pub mod protocol;
+pub mod shaper;
+pub mod subgraph;
+
+pub use cut::Mode;
+pub use error::EdgeError;

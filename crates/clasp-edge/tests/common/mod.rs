@@ -1,0 +1,96 @@
+//! Helpers shared by the edge runner's integration tests.
+#![allow(dead_code)]
+
+use clasp_apps::reference::Outcome;
+use clasp_core::{Batch, Pipeline};
+use clasp_edge::Mode;
+use clasp_edge::embedded::{self, EmbeddedOptions, EmbeddedReport};
+use clasp_edge::input::InputSpec;
+use clasp_plan::edgecut::{self, CostModel, Devices};
+use clasp_runtime::planner::SinkOutput;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// Logs to stderr when `CLASP_LOG` is set (e.g. `CLASP_LOG=warn`).
+pub fn logs() {
+    if let Ok(filter) = std::env::var("CLASP_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+}
+
+/// Seed of every trace.
+pub const SEED: u64 = 7;
+
+/// A file of the repository.
+pub fn repo_file(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
+}
+
+/// The five devices of the Planner paper's setup for `app` (`devices/<app>.toml`).
+pub fn devices(p: &Pipeline, app: &str) -> Devices {
+    edgecut::devices::load(&repo_file(&format!("devices/{app}.toml")), p)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Collects sink records into an outcome.
+#[derive(Clone, Default)]
+pub struct Collect(pub Arc<Mutex<Outcome>>);
+
+impl SinkOutput for Collect {
+    fn write(&mut self, name: &str, batch: &Batch) -> std::io::Result<()> {
+        let mut o = self.0.lock().unwrap();
+        for r in batch.iter() {
+            o.add_sink(name, r.key, r.value);
+        }
+        Ok(())
+    }
+}
+
+/// Every source of `app` generated with `count` records of [`SEED`].
+pub fn inputs(p: &Pipeline, count: u64) -> Vec<(String, InputSpec)> {
+    p.sources.iter().map(|s| (s.name.clone(), InputSpec::Generated { count, seed: SEED })).collect()
+}
+
+/// Runs `p` (application `app`) over its five devices and the cloud in `mode`; returns the
+/// sinks and final state as an outcome, and the report.
+pub fn run_embedded(
+    p: &Pipeline,
+    app: &str,
+    mode: Mode,
+    count: u64,
+    speed: f64,
+) -> (Outcome, EmbeddedReport) {
+    logs();
+    let devices = devices(p, app);
+    let mut opts = EmbeddedOptions::new(inputs(p, count));
+    opts.mode = mode;
+    opts.speed = speed;
+    opts.cloud.dump_state = true;
+    let sink = Collect::default();
+    let mut outcome = Outcome::default();
+    for s in &p.sinks {
+        outcome.sinks.entry(s.name.clone()).or_default();
+    }
+    for op in p.operators.iter().filter(|o| o.stateful) {
+        outcome.state.entry(op.name.clone()).or_default();
+    }
+    *sink.0.lock().unwrap() = outcome;
+    let report = embedded::run(
+        p,
+        &devices,
+        &CostModel::from_spec(p),
+        &clasp_apps::registry(),
+        &opts,
+        Box::new(sink.clone()),
+    )
+    .unwrap_or_else(|e| panic!("{app} {mode:?}: {e}"));
+    let mut outcome = sink.0.lock().unwrap().clone();
+    let state = report.cloud.state.clone().unwrap_or_default();
+    for line in String::from_utf8_lossy(&state).lines() {
+        outcome.add_state_line(line).unwrap();
+    }
+    (outcome, report)
+}

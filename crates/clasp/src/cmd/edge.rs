@@ -1,0 +1,279 @@
+//! `clasp edge`: run a pipeline cut between edge devices and the cloud — one device
+//! (`--device ID --join ADDR`), the cloud side (`--cloud`), or both in one process
+//! (`--embedded`) — and `clasp bench edge`, the WAN experiment. See docs/edge.md.
+
+use anyhow::{Context, Result, anyhow, bail};
+use clasp_edge::Mode;
+use clasp_edge::bench::{self, BenchOptions, WanChoice};
+use clasp_edge::cloud::{Cloud, CloudOptions, CloudReport};
+use clasp_edge::device::{self, DeviceOptions, DeviceReport};
+use clasp_edge::embedded::{self, EmbeddedOptions};
+use clasp_edge::input::{self, InputSpec};
+use clasp_edge::shaper::LinkShape;
+use clasp_plan::edgecut::{self, CostModel, Devices};
+use clasp_runtime::planner::{DiscardSink, JsonLinesSink, SinkOutput};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Arguments of `clasp edge`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Pipeline spec (TOML).
+    pub pipeline: PathBuf,
+    /// Devices file (TOML, see docs/devices-format.md).
+    #[arg(long)]
+    pub devices: PathBuf,
+    /// Run this device's part (needs --join).
+    #[arg(long, conflicts_with_all = ["cloud", "embedded"], requires = "join")]
+    pub device: Option<String>,
+    /// The cloud's edge ingress, HOST:PORT (with --device).
+    #[arg(long)]
+    pub join: Option<String>,
+    /// Run the cloud side: the edge ingress and the cloud part on the runtime.
+    #[arg(long, conflicts_with = "embedded")]
+    pub cloud: bool,
+    /// Run every device and the cloud in this process, over loopback TCP.
+    #[arg(long)]
+    pub embedded: bool,
+    /// Raw data of a source: SOURCE=FILE or SOURCE=gen:COUNT[:SEED] (repeat per source).
+    #[arg(long = "input", value_name = "SOURCE=SPEC")]
+    pub inputs: Vec<String>,
+    /// Everything in the cloud: devices send their raw data (the paper's baseline).
+    #[arg(long)]
+    pub all_cloud: bool,
+    /// Replay speed relative to the spec's source rates (0: as fast as possible).
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Emulated bandwidth of each device link, kbit/s (user-space shaper).
+    #[arg(long)]
+    pub bandwidth_kbit: Option<f64>,
+    /// Emulated one-way delay of each device link, ms (user-space delay line).
+    #[arg(long, default_value_t = 0.0)]
+    pub delay_ms: f64,
+    /// Longest a record waits on a device before it is sent, ms.
+    #[arg(long, default_value_t = 10)]
+    pub flush_ms: u64,
+    /// How long a device keeps trying to reach the cloud, s.
+    #[arg(long, default_value_t = 10.0)]
+    pub connect_timeout_s: f64,
+    /// Where the cloud listens for devices (with --cloud).
+    #[arg(long, default_value = "0.0.0.0:7450")]
+    pub listen: String,
+    /// How long the cloud waits for every device to join, s.
+    #[arg(long, default_value_t = 60.0)]
+    pub join_timeout_s: f64,
+    /// Runtime workers in the cloud.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Executor slots per worker.
+    #[arg(long, default_value_t = 4)]
+    pub slots: u32,
+    /// Sink records as JSON lines to this file (default: counted and discarded).
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// The cloud's keyed state at the end, as JSON lines, to this file.
+    #[arg(long)]
+    pub dump_state: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `clasp edge`.
+pub fn run(args: &Args) -> Result<()> {
+    let p = super::load_pipeline(&args.pipeline)?;
+    let devices = edgecut::devices::load(&args.devices, &p).map_err(|e| anyhow!("{e}"))?;
+    let model = CostModel::from_spec(&p);
+    let inputs = args
+        .inputs
+        .iter()
+        .map(|a| input::parse_input(a))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow!("{e}"))?;
+    let mode = if args.all_cloud { Mode::AllCloud } else { Mode::Cut };
+    let registry = clasp_apps::registry();
+    if let Some(id) = &args.device {
+        let join = args.join.as_deref().unwrap_or_default();
+        let opts = device_options(args, id, join, mode, inputs);
+        let report =
+            device::run(&p, &devices, &model, &registry, &opts).map_err(|e| anyhow!("{e}"))?;
+        return print_device(&report, args.json);
+    }
+    if args.cloud {
+        let cloud = Cloud::bind(&p, &devices, &model, cloud_options(args, mode, inputs))
+            .map_err(|e| anyhow!("{e}"))?;
+        eprintln!(
+            "edge ingress on {}; cloud runs {}; waiting for {} device(s)",
+            cloud.addr(),
+            describe(&cloud.operators()),
+            devices.devices.len()
+        );
+        let report = cloud.run(&registry, sink(args)?).map_err(|e| anyhow!("{e}"))?;
+        return finish_cloud(args, &report, &[]);
+    }
+    if args.embedded {
+        return run_embedded(args, &p, &devices, &model, mode, inputs);
+    }
+    bail!("say what to run: --device ID --join ADDR, --cloud, or --embedded")
+}
+
+fn shape(args: &Args) -> LinkShape {
+    LinkShape {
+        bandwidth_bps: args.bandwidth_kbit.map(|k| k * 1000.0),
+        delay: Duration::from_secs_f64(args.delay_ms.max(0.0) / 1000.0),
+    }
+}
+
+fn device_options(
+    args: &Args,
+    id: &str,
+    join: &str,
+    mode: Mode,
+    inputs: Vec<(String, InputSpec)>,
+) -> DeviceOptions {
+    let mut o = DeviceOptions::new(id, join, inputs);
+    o.mode = mode;
+    o.speed = args.speed;
+    o.shape = shape(args);
+    o.flush = Duration::from_millis(args.flush_ms.max(1));
+    o.connect_timeout = Duration::from_secs_f64(args.connect_timeout_s.max(0.0));
+    o
+}
+
+fn cloud_options(args: &Args, mode: Mode, inputs: Vec<(String, InputSpec)>) -> CloudOptions {
+    CloudOptions {
+        listen: args.listen.clone(),
+        mode,
+        workers: args.workers.max(1),
+        slots: args.slots.max(1),
+        join_timeout: Duration::from_secs_f64(args.join_timeout_s.max(0.0)),
+        inputs,
+        speed: args.speed,
+        dump_state: args.dump_state.is_some(),
+        ..CloudOptions::default()
+    }
+}
+
+fn run_embedded(
+    args: &Args,
+    p: &clasp_core::Pipeline,
+    devices: &Devices,
+    model: &CostModel,
+    mode: Mode,
+    inputs: Vec<(String, InputSpec)>,
+) -> Result<()> {
+    let mut o = EmbeddedOptions::new(inputs.clone());
+    o.mode = mode;
+    o.speed = args.speed;
+    o.shape = shape(args);
+    o.flush = Duration::from_millis(args.flush_ms.max(1));
+    o.cloud = cloud_options(args, mode, inputs);
+    let report = embedded::run(p, devices, model, &clasp_apps::registry(), &o, sink(args)?)
+        .map_err(|e| anyhow!("{e}"))?;
+    finish_cloud(args, &report.cloud, &report.devices)
+}
+
+fn sink(args: &Args) -> Result<Box<dyn SinkOutput>> {
+    Ok(match &args.output {
+        Some(path) => {
+            let f = std::fs::File::create(path)
+                .with_context(|| format!("{}: cannot create the output file", path.display()))?;
+            Box::new(JsonLinesSink(std::io::BufWriter::new(f)))
+        }
+        None => Box::new(DiscardSink),
+    })
+}
+
+fn describe(ops: &[String]) -> String {
+    if ops.is_empty() { "no operator (sinks only)".into() } else { ops.join(" -> ") }
+}
+
+fn finish_cloud(args: &Args, report: &CloudReport, devices: &[DeviceReport]) -> Result<()> {
+    if let (Some(path), Some(state)) = (&args.dump_state, &report.state) {
+        std::fs::write(path, state)
+            .with_context(|| format!("{}: cannot write the state dump", path.display()))?;
+    }
+    if args.json {
+        let v = serde_json::json!({ "cloud": report, "devices": devices });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!(
+        "pipeline `{}` ({}); cloud ran {}",
+        report.pipeline,
+        report.mode,
+        describe(&report.operators)
+    );
+    for d in devices {
+        println!("  device {:<10} ran {}", d.device, describe(&d.operators));
+    }
+    for l in &report.links {
+        let items: u64 = l.records.iter().map(|r| r.1).sum();
+        println!(
+            "  link {:<12} {:>10} bytes {:>9} items {:>6} frames",
+            l.device, l.bytes, items, l.frames
+        );
+    }
+    let lat = &report.latency;
+    println!(
+        "total {} bytes, {} items over the links; makespan {:.3} s; {} chains, latency p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms; {} sink records",
+        report.bytes(),
+        report.items(),
+        report.makespan_s,
+        report.chains,
+        lat.p50_us as f64 / 1000.0,
+        lat.p95_us as f64 / 1000.0,
+        lat.p99_us as f64 / 1000.0,
+        report.sink_records
+    );
+    Ok(())
+}
+
+fn print_device(r: &DeviceReport, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(r)?);
+        return Ok(());
+    }
+    println!(
+        "device {} ran {}: read {} records, sent {:?} ({} bytes, {} frames) in {:.3} s",
+        r.device,
+        describe(&r.operators),
+        r.records_read,
+        r.sent,
+        r.bytes,
+        r.frames,
+        r.seconds
+    );
+    for (op, reason, n) in &r.rejected {
+        println!("  {op} rejected {n} record(s): {reason}");
+    }
+    Ok(())
+}
+
+/// Runs `clasp bench edge` (from `clasp bench`): `settings` may hold `wan=auto|netns|user-space`.
+pub fn bench(quick: bool, out: &Path, seed: u64, settings: &[(String, String)]) -> Result<()> {
+    let mut wan = WanChoice::Auto;
+    for (k, v) in settings {
+        wan = match (k.as_str(), v.as_str()) {
+            ("wan", "auto") => WanChoice::Auto,
+            ("wan", "netns") => WanChoice::Netns,
+            ("wan", "user-space" | "userspace") => WanChoice::UserSpace,
+            ("wan", other) => bail!("--set wan={other}: use auto, netns or user-space"),
+            (other, _) => {
+                bail!("--set {other}: the edge experiment takes only wan=auto|netns|user-space")
+            }
+        };
+    }
+    let opts = BenchOptions {
+        quick,
+        out: out.to_path_buf(),
+        wan,
+        exe: std::env::current_exe().ok(),
+        seed,
+    };
+    let report = bench::run(&opts).map_err(|e| anyhow!("{e}"))?;
+    println!("{}", std::fs::read_to_string(&report.markdown).unwrap_or_default());
+    println!("WAN emulation that ran: {}", report.wan);
+    println!("wrote {} and {}", report.csv.display(), report.markdown.display());
+    Ok(())
+}
