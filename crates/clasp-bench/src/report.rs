@@ -19,7 +19,11 @@ pub struct Table {
 impl Table {
     /// An empty table.
     pub fn new(name: &str, columns: &[&str]) -> Self {
-        Self { name: name.into(), columns: columns.iter().map(|c| (*c).to_owned()).collect(), rows: Vec::new() }
+        Self {
+            name: name.into(),
+            columns: columns.iter().map(|c| (*c).to_owned()).collect(),
+            rows: Vec::new(),
+        }
     }
 
     /// Adds a row (one cell per column).
@@ -31,7 +35,11 @@ impl Table {
     /// The table as CSV (cells containing commas or quotes are quoted).
     pub fn csv(&self) -> String {
         let cell = |c: &str| {
-            if c.contains([',', '"', '\n']) { format!("\"{}\"", c.replace('"', "\"\"")) } else { c.to_owned() }
+            if c.contains([',', '"', '\n']) {
+                format!("\"{}\"", c.replace('"', "\"\""))
+            } else {
+                c.to_owned()
+            }
         };
         let mut out = String::new();
         for line in std::iter::once(&self.columns).chain(&self.rows) {
@@ -43,7 +51,11 @@ impl Table {
 
     /// The table in markdown.
     pub fn markdown(&self) -> String {
-        let mut out = format!("| {} |\n|{}|\n", self.columns.join(" | "), vec!["---"; self.columns.len()].join("|"));
+        let mut out = format!(
+            "| {} |\n|{}|\n",
+            self.columns.join(" | "),
+            vec!["---"; self.columns.len()].join("|")
+        );
         for r in &self.rows {
             let _ = writeln!(out, "| {} |", r.join(" | "));
         }

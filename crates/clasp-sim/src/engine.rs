@@ -531,8 +531,10 @@ impl<'p> Simulation<'p> {
         let (done, hist) = self.chains.take_interval();
         let sample = Sample {
             time_s: t,
+            interval_s: secs,
             input_rate: inputs as f64 / secs,
             throughput: done as f64 / secs,
+            requests: self.planner.dispatched,
             planner_queue,
             workers: self.active,
         };
@@ -635,28 +637,45 @@ impl<'p> Simulation<'p> {
         report
     }
 
-    /// The controller's turn at the end of an interval.
+    /// The controller's turn at the end of an interval: reports to the estimator, the sample
+    /// to the triggers, and a decision when one fires.
     fn control(&mut self, t: f64, sample: Sample) {
         let Some(ctrl) = self.controller.as_mut() else { return };
         let reports: Vec<&WorkerReport> = self.log.window(t, t).collect();
         let parallelism: Vec<u32> =
             self.p.operators.iter().map(|o| self.routing.total_instances(o.id)).collect();
         ctrl.observe_interval(self.p, &reports, sample, &parallelism);
-        if self.migration.is_some() {
-            return;
-        }
-        let Some((reason, target)) =
-            ctrl.trigger(self.planner.dispatched, self.planner.unthrottled)
+        let Some(trigger) = ctrl.trigger(&sample, self.migration.is_some()) else { return };
+        let from = (t - self.cfg.window_s).max(self.window_start);
+        let unthrottled = self.planner.unthrottled;
+        let current = &self.routing.placement;
+        let Some(step) = ctrl.decide(self.p, &self.log, (from, t), current, trigger, unthrottled)
         else {
             return;
         };
-        let from = (t - self.cfg.window_s).max(self.window_start);
-        let step =
-            ctrl.decide(self.p, &self.log, (from, t), &self.routing.placement, reason, target);
-        // A policy that cannot decide (no throughput observed yet, say) leaves things as they
-        // are; the next trigger tries again.
-        if let Ok(Some(step)) = step {
+        if step.migrate {
             self.begin_migration(step);
+        } else {
+            self.install(step.placement);
+        }
+    }
+
+    /// Installs a placement that differs only in instance limits: no state or request moves,
+    /// each worker takes its new limits at once (as the runtime installs such a plan).
+    fn install(&mut self, placement: Placement) {
+        let keys = self.routing.keys.clone();
+        let epoch = self.routing.epoch + 1;
+        let Ok(next) = Routing::new(self.p, placement, keys, epoch, self.cfg.max_workers) else {
+            return;
+        };
+        self.previous = Some(std::mem::replace(&mut self.routing, next));
+        for w in 0..self.routing.workers() as usize {
+            let limits = self.limits(w as u32);
+            self.workers[w].set_limits(limits);
+            if !self.workers[w].paused && self.start_jobs(w) {
+                self.workers[w].reschedule(self.now);
+                self.worker_changed(w);
+            }
         }
     }
 

@@ -82,7 +82,7 @@ impl Simulation<'_> {
             time_s: ns_to_s(self.now),
             from_workers: from,
             to_workers: to,
-            reason: step.reason.name().to_owned(),
+            reason: step.reason.as_str().to_owned(),
             planner_ms: 0.0,
             max_worker_pause_ms: 0.0,
             target_rate: step.target_rate,

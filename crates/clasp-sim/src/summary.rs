@@ -87,7 +87,7 @@ pub struct ScalingEvent {
 impl ScalingEvent {
     /// The reason's name.
     pub fn reason_name(r: Reason) -> String {
-        r.name().to_owned()
+        r.as_str().to_owned()
     }
 }
 

@@ -87,7 +87,7 @@ fn elastic(seed: u64) -> clasp_sim::SimSummary {
         seed,
         ..SimConfig::default()
     };
-    let controller = ControllerConfig { warmup_requests: 1_000, ..ControllerConfig::default() };
+    let controller = ControllerConfig::default().with_warmup(1_000);
     Simulation::from_spec(&p, cfg, pattern, Deployment::Elastic(Box::new(controller)))
         .unwrap()
         .run()

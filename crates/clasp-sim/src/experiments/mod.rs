@@ -154,8 +154,7 @@ pub fn run_elastic(
     let cfg = SimConfig { duration_s, warmup_s: 0.0, ..setup.sim.clone() };
     let controller = ControllerConfig {
         plan: plan_config(&setup.sim, setup.sim.max_workers),
-        warmup_requests,
-        ..ControllerConfig::with_policy(policy)
+        ..ControllerConfig::with_policy(policy).with_warmup(warmup_requests)
     };
     Ok(Simulation::from_spec(p, cfg, pattern, Deployment::Elastic(Box::new(controller)))?.run())
 }
