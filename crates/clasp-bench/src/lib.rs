@@ -4,6 +4,7 @@
 //! (`Engine::Runtime`, reduced scale on this machine) and returns a [`report::Report`]: tables
 //! written as CSV and markdown, and plots written as PNG, into one output directory.
 
+pub mod plot;
 pub mod report;
 
 use std::fmt;
