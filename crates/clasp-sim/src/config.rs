@@ -93,6 +93,10 @@ pub struct SimConfig {
     pub service: ServiceDist,
     /// Mean execution time (µs) of operators whose spec gives no `service_time_us`.
     pub default_exec_us: f64,
+    /// Extra execution time (µs) of every execution of a stateful operator, for state read
+    /// from a remote state server instead of the worker's own (CLASP §2.4: 400 → 1,400 µs).
+    /// Charged as execution time, as the paper's capacity model counts execution latency.
+    pub remote_state_us: f64,
     /// Ordered stateful operators run one execution at a time per worker, as in the runtime.
     pub ordered_one_at_a_time: bool,
     /// Key groups per stateful operator.
@@ -137,6 +141,7 @@ impl Default for SimConfig {
             max_workers: 10,
             service: ServiceDist::Exponential,
             default_exec_us: 400.0,
+            remote_state_us: 0.0,
             ordered_one_at_a_time: true,
             key_groups: 1024,
             state_keys: 40_000,
@@ -177,6 +182,7 @@ impl SimConfig {
             ("local_delay_us", self.local_delay_us),
             ("remote_delay_us", self.remote_delay_us),
             ("default_exec_us", self.default_exec_us),
+            ("remote_state_us", self.remote_state_us),
             ("warmup_s", self.warmup_s),
             ("saturation_queue", self.saturation_queue),
             ("saturation_wait_ms", self.saturation_wait_ms),
