@@ -30,6 +30,8 @@ enum Command {
     Gen(cmd::r#gen::Args),
     /// Run a pipeline in the discrete-event simulator of a cluster.
     Sim(cmd::sim::Args),
+    /// Run one of the CLASP paper's experiments: CSV, PNG and markdown into one directory.
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -50,6 +52,7 @@ fn main() -> std::process::ExitCode {
         Command::Cut(args) => cmd::cut::run(&args),
         Command::Gen(args) => cmd::r#gen::run(&args),
         Command::Sim(args) => cmd::sim::run(&args),
+        Command::Bench(args) => cmd::bench::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
