@@ -167,7 +167,7 @@ impl Simulation<'_> {
     /// another at the migration bandwidth; requests for a peer the plan does not name travel
     /// as ordinary forwards.
     fn send_parts(&mut self, w: usize, mut outgoing: Vec<(u32, Vec<Req>)>) {
-        let per_group = self.cfg.state_keys / u64::from(self.cfg.key_groups);
+        let (state_keys, key_groups) = (self.cfg.state_keys, u64::from(self.cfg.key_groups));
         let bandwidth = self.cfg.bandwidth_bytes_per_us;
         let delay = us_to_ns(self.cfg.remote_delay_us);
         let m = self.migration.as_mut().expect("migrating");
@@ -180,7 +180,7 @@ impl Simulation<'_> {
                 None => Vec::new(),
             };
             let groups: u64 = t.groups.iter().map(|g| g.groups.len() as u64).sum();
-            let keys = groups * per_group;
+            let keys = groups * state_keys / key_groups;
             let bytes =
                 keys * self.cfg.bytes_per_key + requests.len() as u64 * self.cfg.request_bytes;
             ready += us_to_ns(bytes as f64 / bandwidth);

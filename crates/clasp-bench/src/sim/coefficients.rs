@@ -11,8 +11,12 @@ use clasp_sim::experiments::coefficients::{self, CoefficientRow, initial_estimat
 /// Runs the experiment.
 pub fn run(ctx: &Ctx) -> Result<Output, BenchError> {
     let est = initial_estimator();
+    let mut run_setup = ctx.setup.clone();
+    // Long runs: the estimator needs many saturated reports from differing workers.
+    run_setup.run_s =
+        ctx.settings.number("run-s").unwrap_or(if ctx.opts.quick { 120.0 } else { 600.0 });
     let rows = per_app(ctx, "coefficients", |p| {
-        coefficients::run(std::slice::from_ref(p), &ctx.setup, &est)
+        coefficients::run(std::slice::from_ref(p), &run_setup, &est)
     })?;
     let truth = ctx.setup.sim.costs;
     let mut all = Table::new(
@@ -41,6 +45,7 @@ pub fn run(ctx: &Ctx) -> Result<Output, BenchError> {
         ]);
     }
     let mut setup = ctx.setup_lines();
+    setup.push(format!("each run {} s after the warm-up", run_setup.run_s));
     setup.push(format!(
         "CLASP's placement over exactly 1..={} workers, unthrottled with {} chains in flight; one estimator per run fed every saturated worker report, starting at alpha {}, beta {}, gamma {}, W {}",
         ctx.setup.sim.max_workers.min(10),

@@ -14,8 +14,8 @@ use std::time::Instant;
 pub fn run(ctx: &Ctx) -> Result<Output, BenchError> {
     let s = &ctx.settings;
     let quick = ctx.opts.quick;
-    let customers = s.number("customers").unwrap_or(if quick { 50_000.0 } else { 500_000.0 });
-    let seeds = s.number("seeds").map_or(if quick { 1 } else { 4 }, |n| n as u64);
+    let customers = s.number("customers").unwrap_or(if quick { 200_000.0 } else { 500_000.0 });
+    let seeds = s.number("seeds").map_or(if quick { 2 } else { 4 }, |n| n as u64);
     let speed_s = s.number("speed-s").unwrap_or(if quick { 60.0 } else { 600.0 });
     let mut progress = ctx.progress("validate", 4);
     progress.step("waiting times");

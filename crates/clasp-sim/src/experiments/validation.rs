@@ -112,9 +112,11 @@ pub fn throughput_cap(customers: f64) -> Vec<Check> {
     let mut out = Vec::new();
     for c in [1u32, 4, 10] {
         let cap = f64::from(c) / (SERVICE_US * 1e-6);
+        let duration = customers / cap;
         let cfg = SimConfig {
-            duration_s: customers / cap,
-            warmup_s: 0.1 * customers / cap,
+            duration_s: duration,
+            warmup_s: 0.1 * duration,
+            interval_s: duration / 100.0,
             max_in_flight: 1_000,
             planner_queue: 1_000,
             ..SimConfig::queueing(c)
