@@ -87,6 +87,9 @@ pub struct SimConfig {
     pub remote_delay_us: f64,
     /// Bytes per µs a worker sends migration data at (1,250 = 10 Gbit/s).
     pub bandwidth_bytes_per_us: f64,
+    /// Fraction of W̄ the planner loads a worker to when it plans (`PlanConfig::headroom`;
+    /// the reference implementation's 0.9).
+    pub plan_headroom: f64,
     /// Workers that exist (the active ones are a prefix of them).
     pub max_workers: u32,
     /// How execution times are drawn around each operator's mean.
@@ -138,6 +141,7 @@ impl Default for SimConfig {
             local_delay_us: 5.0,
             remote_delay_us: 100.0,
             bandwidth_bytes_per_us: 1250.0,
+            plan_headroom: 0.9,
             max_workers: 10,
             service: ServiceDist::Exponential,
             default_exec_us: 400.0,
@@ -170,6 +174,9 @@ impl SimConfig {
         }
         if self.max_workers == 0 || self.max_workers > 1024 {
             return bad(format!("max_workers = {} must be in 1..=1024", self.max_workers));
+        }
+        if !(self.plan_headroom > 0.0 && self.plan_headroom <= 1.0) {
+            return bad(format!("plan_headroom = {} must be in (0, 1]", self.plan_headroom));
         }
         let c = self.costs;
         if ![c.alpha, c.beta, c.gamma].iter().all(|v| v.is_finite() && *v >= 0.0) {

@@ -28,7 +28,7 @@ pub const PAPER_APPS: [&str; 6] = ["wc", "sd", "aa", "pl", "nwm", "etl"];
 
 /// Everything an experiment runs with: the options, the checked settings, the simulated
 /// cluster and the applications.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Ctx {
     /// The command's options.
     pub opts: Options,
@@ -73,7 +73,7 @@ impl Ctx {
                 self.opts.seed
             ),
             format!(
-                "cluster: {} workers x {} slots; true costs alpha {} us, beta {} us, gamma {} us/s, W {} us/s; mean execution {} us ({})",
+                "cluster: {} workers x {} slots; true costs alpha {} us, beta {} us, gamma {} us/s, W {} us/s; mean execution {} us ({}); planning headroom {}",
                 c.max_workers,
                 c.slots,
                 c.costs.alpha,
@@ -81,7 +81,8 @@ impl Ctx {
                 c.costs.gamma,
                 c.costs.capacity,
                 c.default_exec_us,
-                c.service
+                c.service,
+                c.plan_headroom
             ),
             format!(
                 "runs: {} s measured after {} s warm-up; applications: {}",

@@ -15,6 +15,7 @@
 //! | `run-s` | measured seconds of a fixed-input run, > 0 | 30 (quick 6) |
 //! | `warmup-s` | unmeasured seconds before it, ≥ 0 | 5 (quick 2) |
 //! | `remote-delay-us` | network delay between nodes (µs), ≥ 0 | 100 |
+//! | `headroom` | fraction of W̄ the policies plan a worker to, in (0, 1] | 0.9 |
 //!
 //! Experiment keys: `scaling` `load`; `state-locality` `remote-state-us`; `migration` `load`,
 //! `rate`, `fill-s`, `gap-s`, `repeats`; `placement`, `worker-count`, `end-to-end`
@@ -64,7 +65,7 @@ pub enum Value {
     Service(ServiceDist),
 }
 
-const COMMON: [(&str, Kind); 9] = [
+const COMMON: [(&str, Kind); 10] = [
     ("apps", Kind::Apps),
     ("workers", Kind::Count(1, 1024)),
     ("slots", Kind::Count(1, 1024)),
@@ -74,6 +75,7 @@ const COMMON: [(&str, Kind); 9] = [
     ("run-s", Kind::Positive),
     ("warmup-s", Kind::NonNegative),
     ("remote-delay-us", Kind::NonNegative),
+    ("headroom", Kind::Fraction),
 ];
 
 /// The keys `experiment` takes besides the common ones.
@@ -182,6 +184,9 @@ impl Settings {
         }
         if let Some(x) = self.number("remote-delay-us") {
             s.sim.remote_delay_us = x;
+        }
+        if let Some(x) = self.number("headroom") {
+            s.sim.plan_headroom = x;
         }
         s
     }
