@@ -21,6 +21,7 @@
 pub mod plot;
 pub mod progress;
 pub mod report;
+pub mod runtime;
 pub mod sim;
 
 use std::fmt;
@@ -39,14 +40,18 @@ pub const EXPERIMENTS: [&str; 8] = [
     "validate",
 ];
 
+/// Experiments of this runtime's own costs that only the runtime engine runs.
+pub const RUNTIME_ONLY: [&str; 2] = ["dispatch", "wc"];
+
 /// Checks that `name` is an experiment.
 pub fn check_experiment(name: &str) -> Result<(), BenchError> {
-    if EXPERIMENTS.contains(&name) {
+    if EXPERIMENTS.contains(&name) || RUNTIME_ONLY.contains(&name) {
         Ok(())
     } else {
         Err(BenchError::Config(format!(
-            "unknown experiment `{name}`; choose one of: {}",
-            EXPERIMENTS.join(", ")
+            "unknown experiment `{name}`; choose one of: {}; on the runtime also {}",
+            EXPERIMENTS.join(", "),
+            RUNTIME_ONLY.join(", ")
         )))
     }
 }

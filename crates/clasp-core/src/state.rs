@@ -49,7 +49,61 @@ struct Entry<S> {
     value: S,
 }
 
-type Group<S> = HashTable<Entry<S>>;
+type Table<S> = HashTable<Entry<S>>;
+
+/// One key group: its entries, plus entries that arrived in a migration and are decoded on
+/// first access (so a worker can resume before it has decoded what it received).
+struct Group<S> {
+    table: Table<S>,
+    staged: Option<(Vec<u8>, usize)>,
+    failed: Option<StateError>,
+}
+
+impl<S> Default for Group<S> {
+    fn default() -> Self {
+        Self { table: HashTable::new(), staged: None, failed: None }
+    }
+}
+
+impl<S: StateValue> Group<S> {
+    /// Decodes staged entries into the table (every key must belong to group `id`).
+    fn unstage(&mut self, id: KeyGroup, groups: u32) -> Result<usize, StateError> {
+        let Some((bytes, _)) = self.staged.take() else { return Ok(0) };
+        let entries: Vec<(Vec<u8>, S)> = postcard::from_bytes(&bytes)
+            .map_err(|source| StateError::Decode { group: id, source })?;
+        let n = entries.len();
+        for (key, value) in entries {
+            let hash = crate::hash::key_hash(&key);
+            if key_group(hash, groups) != id {
+                return Err(StateError::WrongGroup {
+                    group: id,
+                    key: String::from_utf8_lossy(&key).into_owned(),
+                });
+            }
+            let entry = Entry { hash, key: key.into_boxed_slice(), value };
+            match self.table.find_mut(hash, |e| e.key == entry.key) {
+                Some(slot) => *slot = entry,
+                None => {
+                    self.table.insert_unique(hash, entry, |e| e.hash);
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    /// Decodes staged entries, keeping a failure for [`StateStore::import_staged`] to report.
+    fn settle(&mut self, id: KeyGroup, groups: u32) {
+        if self.staged.is_some()
+            && let Err(e) = self.unstage(id, groups)
+        {
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.table.len() + self.staged.as_ref().map_or(0, |(_, n)| *n)
+    }
+}
 
 /// The keyed state of one operator on one worker.
 pub struct KeyedStore<S> {
@@ -70,7 +124,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl<S> KeyedStore<S> {
     /// An empty store with `groups` key groups.
     pub fn new(groups: u32) -> Self {
-        Self { groups: (0..groups.max(1)).map(|_| Mutex::new(HashTable::new())).collect() }
+        Self { groups: (0..groups.max(1)).map(|_| Mutex::new(Group::default())).collect() }
     }
 
     /// Number of key groups.
@@ -90,11 +144,48 @@ pub trait StateStore: Send + Sync {
     /// Keys held in one group.
     fn group_key_count(&self, group: KeyGroup) -> usize;
     /// Removes a group's entries and appends their encoding to `out`; returns the key count.
-    fn export_group(&self, group: KeyGroup, out: &mut Vec<u8>) -> Result<usize, StateError>;
+    fn export_group(&self, group: KeyGroup, out: &mut Vec<u8>) -> Result<usize, StateError> {
+        self.detach_group(group).encode(group, out)
+    }
     /// Installs entries exported by [`StateStore::export_group`]; returns the key count.
-    fn import_group(&self, group: KeyGroup, bytes: &[u8]) -> Result<usize, StateError>;
+    fn import_group(&self, group: KeyGroup, bytes: &[u8]) -> Result<usize, StateError> {
+        self.stage_group(group, bytes.to_vec(), 0);
+        self.import_staged(group)
+    }
+    /// Takes a group's entries out of the store in O(1), to be encoded later (after the
+    /// worker resumed).
+    fn detach_group(&self, group: KeyGroup) -> Box<dyn DetachedGroup>;
+    /// Holds `bytes` (from [`DetachedGroup::encode`], `keys` keys) for a group: decoded when
+    /// the group is first accessed, or by [`StateStore::import_staged`].
+    fn stage_group(&self, group: KeyGroup, bytes: Vec<u8>, keys: usize);
+    /// Decodes a group's staged entries now; returns the key count, or why they are invalid.
+    fn import_staged(&self, group: KeyGroup) -> Result<usize, StateError>;
     /// Writes one JSON line `{"operator":…,"key":…,"value":…}` per key, sorted by key.
     fn dump_json(&self, operator: &str, out: &mut dyn Write) -> io::Result<usize>;
+}
+
+/// Entries taken out of a store, not yet encoded.
+pub trait DetachedGroup: Send {
+    /// Keys held.
+    fn keys(&self) -> usize;
+    /// Appends the encoding of the entries to `out`; returns the key count.
+    fn encode(self: Box<Self>, group: KeyGroup, out: &mut Vec<u8>) -> Result<usize, StateError>;
+}
+
+struct Detached<S>(Table<S>);
+
+impl<S: StateValue> DetachedGroup for Detached<S> {
+    fn keys(&self) -> usize {
+        self.0.len()
+    }
+
+    fn encode(self: Box<Self>, group: KeyGroup, out: &mut Vec<u8>) -> Result<usize, StateError> {
+        let entries: Vec<(&[u8], &S)> = self.0.iter().map(|e| (&e.key[..], &e.value)).collect();
+        let encoded = postcard::to_extend(&entries, std::mem::take(out))
+            .map_err(|source| StateError::Encode { group, source })?;
+        *out = encoded;
+        Ok(entries.len())
+    }
 }
 
 /// Bounds every state value satisfies: a default for new keys, serializable for migration.
@@ -118,45 +209,39 @@ impl<S: StateValue> StateStore for KeyedStore<S> {
         self.groups.get(group.index()).map_or(0, |g| lock(g).len())
     }
 
-    fn export_group(&self, group: KeyGroup, out: &mut Vec<u8>) -> Result<usize, StateError> {
-        let Some(g) = self.groups.get(group.index()) else { return Ok(0) };
-        let table = std::mem::take(&mut *lock(g));
-        let entries: Vec<(&[u8], &S)> = table.iter().map(|e| (&e.key[..], &e.value)).collect();
-        let encoded = postcard::to_extend(&entries, std::mem::take(out))
-            .map_err(|source| StateError::Encode { group, source })?;
-        *out = encoded;
-        Ok(entries.len())
+    fn detach_group(&self, group: KeyGroup) -> Box<dyn DetachedGroup> {
+        let Some(g) = self.groups.get(group.index()) else {
+            return Box::new(Detached::<S>(HashTable::new()));
+        };
+        let mut g = lock(g);
+        g.settle(group, self.group_count());
+        Box::new(Detached(std::mem::take(&mut g.table)))
     }
 
-    fn import_group(&self, group: KeyGroup, bytes: &[u8]) -> Result<usize, StateError> {
-        let entries: Vec<(Vec<u8>, S)> =
-            postcard::from_bytes(bytes).map_err(|source| StateError::Decode { group, source })?;
-        let n = entries.len();
-        let groups = self.group_count();
-        let mut table = lock(&self.groups[group.index().min(self.groups.len() - 1)]);
-        for (key, value) in entries {
-            let hash = crate::hash::key_hash(&key);
-            if key_group(hash, groups) != group {
-                return Err(StateError::WrongGroup {
-                    group,
-                    key: String::from_utf8_lossy(&key).into_owned(),
-                });
-            }
-            let entry = Entry { hash, key: key.into_boxed_slice(), value };
-            match table.find_mut(hash, |e| e.key == entry.key) {
-                Some(slot) => *slot = entry,
-                None => {
-                    table.insert_unique(hash, entry, |e| e.hash);
-                }
-            }
+    fn stage_group(&self, group: KeyGroup, bytes: Vec<u8>, keys: usize) {
+        if let Some(g) = self.groups.get(group.index()) {
+            let mut g = lock(g);
+            g.settle(group, self.group_count());
+            g.staged = Some((bytes, keys));
         }
-        Ok(n)
+    }
+
+    fn import_staged(&self, group: KeyGroup) -> Result<usize, StateError> {
+        let Some(g) = self.groups.get(group.index()) else { return Ok(0) };
+        let mut g = lock(g);
+        if let Some(e) = g.failed.take() {
+            return Err(e);
+        }
+        g.unstage(group, self.group_count())
     }
 
     fn dump_json(&self, operator: &str, out: &mut dyn Write) -> io::Result<usize> {
         let mut lines: Vec<(Vec<u8>, String)> = Vec::new();
-        for g in self.groups.iter() {
-            for e in lock(g).iter() {
+        let groups = self.group_count();
+        for (i, g) in self.groups.iter().enumerate() {
+            let mut g = lock(g);
+            g.settle(KeyGroup::from(i), groups);
+            for e in g.table.iter() {
                 let value = serde_json::to_string(&e.value).map_err(io::Error::other)?;
                 lines.push((e.key.to_vec(), value));
             }
@@ -185,6 +270,28 @@ pub fn key_to_text(key: &[u8]) -> String {
     }
 }
 
+/// Key equality for the state tables: the hashes first (they differ for almost every
+/// non-matching candidate), then short keys as two machine words instead of a `memcmp` call.
+#[inline]
+fn same_key(e_hash: u64, e_key: &[u8], hash: u64, key: &[u8]) -> bool {
+    if e_hash != hash || e_key.len() != key.len() {
+        return false;
+    }
+    if key.len() <= 16 {
+        let word = |k: &[u8], at: usize| {
+            let mut b = [0u8; 8];
+            let end = k.len().min(at + 8);
+            if end > at {
+                b[..end - at].copy_from_slice(&k[at..end]);
+            }
+            u64::from_le_bytes(b)
+        };
+        word(e_key, 0) == word(key, 0) && word(e_key, 8) == word(key, 8)
+    } else {
+        e_key == key
+    }
+}
+
 /// An operator's access to its keyed state while it processes one request.
 ///
 /// It keeps the lock of the last group it touched, so runs of records in the same group pay
@@ -201,7 +308,7 @@ impl<S> std::fmt::Debug for StateAccess<'_, S> {
     }
 }
 
-impl<'a, S: Default> StateAccess<'a, S> {
+impl<'a, S: StateValue> StateAccess<'a, S> {
     /// Access to `store`.
     pub fn new(store: &'a KeyedStore<S>) -> Self {
         Self { store, current: None, touched: false }
@@ -212,15 +319,18 @@ impl<'a, S: Default> StateAccess<'a, S> {
         self.touched
     }
 
-    fn group(&mut self, hash: u64) -> &mut Group<S> {
+    fn group(&mut self, hash: u64) -> &mut Table<S> {
         self.touched = true;
-        let g = key_group(hash, self.store.group_count()).0;
+        let groups = self.store.group_count();
+        let g = key_group(hash, groups).0;
         if self.current.as_ref().map(|(cg, _)| *cg) != Some(g) {
             self.current = None;
-            self.current = Some((g, lock(&self.store.groups[g as usize])));
+            let mut guard = lock(&self.store.groups[g as usize]);
+            guard.settle(KeyGroup(g), groups);
+            self.current = Some((g, guard));
         }
         match &mut self.current {
-            Some((_, table)) => table,
+            Some((_, group)) => &mut group.table,
             None => unreachable!("set just above"),
         }
     }
@@ -239,13 +349,13 @@ impl<'a, S: Default> StateAccess<'a, S> {
     #[inline]
     pub fn get(&mut self, r: Record<'_>) -> Option<&mut S> {
         let table = self.group(r.hash);
-        table.find_mut(r.hash, |e| *e.key == *r.key).map(|e| &mut e.value)
+        table.find_mut(r.hash, |e| same_key(e.hash, &e.key, r.hash, r.key)).map(|e| &mut e.value)
     }
 
     /// Removes and returns the state of the record's key.
     pub fn remove(&mut self, r: Record<'_>) -> Option<S> {
         let table = self.group(r.hash);
-        match table.find_entry(r.hash, |e| *e.key == *r.key) {
+        match table.find_entry(r.hash, |e| same_key(e.hash, &e.key, r.hash, r.key)) {
             Ok(entry) => Some(entry.remove().0.value),
             Err(_) => None,
         }
@@ -256,6 +366,26 @@ impl<'a, S: Default> StateAccess<'a, S> {
 mod tests {
     use super::*;
     use crate::batch::Batch;
+
+    #[test]
+    fn short_and_long_keys_compare_exactly() {
+        let keys: [&[u8]; 7] = [
+            b"",
+            b"a",
+            b"ab",
+            b"abcdefgh",
+            b"abcdefghi",
+            b"abcdefghijklmnop",
+            b"abcdefghijklmnopq",
+        ];
+        for a in keys {
+            for b in keys {
+                assert_eq!(same_key(1, a, 1, b), a == b, "{a:?} {b:?}");
+            }
+        }
+        assert!(!same_key(1, b"a\0", 1, b"a"), "length counts");
+        assert!(!same_key(1, b"x", 2, b"x"), "hashes differ");
+    }
 
     #[test]
     fn export_import_moves_a_group_exactly() {
@@ -296,6 +426,47 @@ mod tests {
         let other = KeyGroup((g.0 + 1) % 4);
         assert!(matches!(s.import_group(other, &bytes), Err(StateError::WrongGroup { .. })));
         assert!(matches!(s.import_group(g, &[0xff, 0xff]), Err(StateError::Decode { .. })));
+    }
+
+    #[test]
+    fn staged_groups_are_decoded_on_first_access_or_on_import() {
+        let src: KeyedStore<u64> = KeyedStore::new(2);
+        let dst: KeyedStore<u64> = KeyedStore::new(2);
+        let b: Batch = (0..100u32)
+            .map(|i| format!("k{i}"))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|k| (k.as_bytes(), &b""[..]))
+            .collect();
+        let mut acc = StateAccess::new(&src);
+        for r in b.iter() {
+            *acc.get_mut(r) += 7;
+        }
+        drop(acc);
+        for g in 0..2 {
+            let detached = src.detach_group(KeyGroup(g));
+            let keys = detached.keys();
+            let mut bytes = Vec::new();
+            assert_eq!(detached.encode(KeyGroup(g), &mut bytes).unwrap(), keys);
+            dst.stage_group(KeyGroup(g), bytes, keys);
+        }
+        assert_eq!(
+            (src.key_count(), dst.key_count()),
+            (0, 100),
+            "staged keys count before decoding"
+        );
+        // Group of the first record: decoded by the executor's access.
+        let mut acc = StateAccess::new(&dst);
+        assert_eq!(acc.get(b.get(0)).copied(), Some(7));
+        drop(acc);
+        let g0 = key_group(b.get(0).hash, 2);
+        assert_eq!(dst.import_staged(g0).unwrap(), 0, "already decoded");
+        let other = KeyGroup(1 - g0.0);
+        assert!(dst.import_staged(other).unwrap() > 0);
+        // A corrupt staged group fails on access and the failure is reported on import.
+        dst.stage_group(other, vec![0xff, 0xff, 0xff], 1);
+        let _ = dst.key_count();
+        assert!(matches!(dst.import_staged(other), Err(StateError::Decode { .. })));
     }
 
     #[test]

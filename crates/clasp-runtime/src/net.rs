@@ -133,6 +133,7 @@ pub fn message_name(m: &Message) -> &'static str {
         Message::PeerLeft(_) => "PeerLeft",
         Message::MeshReady(_) => "MeshReady",
         Message::Request(_) => "Request",
+        Message::Requests(_) => "Requests",
         Message::Credits(_) => "Credits",
         Message::Sink { .. } => "Sink",
         Message::Report(_) => "Report",

@@ -16,7 +16,7 @@ use std::io::{self, Read, Write};
 /// First bytes of every connection.
 pub const MAGIC: [u8; 8] = *b"CLASP\x00\r\n";
 /// Bumped on every incompatible change of [`Message`].
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Default largest frame accepted (bytes).
 pub const DEFAULT_MAX_FRAME: u32 = 64 << 20;
 
@@ -53,16 +53,62 @@ pub struct WorkerSettings {
     pub key_groups: u32,
     /// Metrics interval (ms).
     pub interval_ms: u64,
-    /// How long a sender may wait to fill a write (µs); 0 writes as soon as its queue is empty.
+    /// How long an executor may hold chained requests for another worker to batch them per
+    /// destination (µs); 0 sends each one at once.
     pub flush_deadline_us: u64,
     /// Largest frame accepted.
     pub max_frame: u32,
     /// Seed for routing draws.
     pub seed: u64,
+    /// Emulated dispatch costs, spent by the sending executor on top of the real cost.
+    pub dispatch_cost: Option<DispatchCost>,
     /// Saturation thresholds: mean queue size and mean queue wait (ms).
     pub saturation_queue: f64,
     /// See `saturation_queue`.
     pub saturation_wait_ms: f64,
+}
+
+/// Emulated chained-request costs (to run the paper's cost regime on this runtime): µs per
+/// local and per remote chained request, and µs per distinct remote destination per second.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DispatchCost {
+    /// α: per local chained request (µs).
+    pub local_us: f64,
+    /// β: per remote chained request (µs).
+    pub remote_us: f64,
+    /// γ: per distinct remote worker reached, once per second (µs).
+    pub fanout_us: f64,
+    /// Spin (uses a core) or sleep (holds the executor only).
+    pub mode: clasp_core::pipeline::ServiceMode,
+}
+
+impl DispatchCost {
+    /// Parses `local=US,remote=US,fanout=US[:spin|:sleep]` (missing terms are 0).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let (terms, mode) = match s.rsplit_once(':') {
+            Some((t, "spin")) => (t, clasp_core::pipeline::ServiceMode::Spin),
+            Some((t, "sleep")) => (t, clasp_core::pipeline::ServiceMode::Sleep),
+            Some((_, m)) => return Err(format!("`{m}` is not spin or sleep")),
+            None => (s, clasp_core::pipeline::ServiceMode::Sleep),
+        };
+        let mut c = Self { local_us: 0.0, remote_us: 0.0, fanout_us: 0.0, mode };
+        for term in terms.split(',').filter(|t| !t.trim().is_empty()) {
+            let (k, v) = term
+                .split_once('=')
+                .ok_or_else(|| format!("`{term}`: expected NAME=MICROSECONDS"))?;
+            let v: f64 =
+                v.trim().parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0).ok_or_else(
+                    || format!("`{term}`: `{v}` is not a number of microseconds >= 0"),
+                )?;
+            match k.trim() {
+                "local" => c.local_us = v,
+                "remote" => c.remote_us = v,
+                "fanout" => c.fanout_us = v,
+                other => return Err(format!("`{other}` is not local, remote or fanout")),
+            }
+        }
+        Ok(c)
+    }
 }
 
 /// The planner's answer to a joining worker.
@@ -71,6 +117,7 @@ pub struct Welcome {
     /// The id assigned.
     pub worker: WorkerId,
     /// The pipeline, with any command-line overrides applied.
+    #[serde(with = "pipeline_as_json")]
     pub pipeline: Pipeline,
     /// Settings.
     pub settings: WorkerSettings,
@@ -78,6 +125,21 @@ pub struct Welcome {
     pub peers: Vec<(WorkerId, String)>,
     /// The current routing, if the pipeline is already placed.
     pub routing: Option<RoutingPlan>,
+}
+
+/// The pipeline travels as JSON text inside the frame: operators' `params` are free-form JSON
+/// values, which postcard (not self-describing) can encode but never decode.
+mod pipeline_as_json {
+    use clasp_core::Pipeline;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(p: &Pipeline, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&serde_json::to_string(p).map_err(serde::ser::Error::custom)?)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Pipeline, D::Error> {
+        serde_json::from_str(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
 }
 
 /// Credit returned by finished leaf requests of one chain.
@@ -113,6 +175,8 @@ pub enum Message {
     MeshReady(Vec<WorkerId>),
     /// Data: planner → worker (inputs) or worker → worker (chained requests).
     Request(Request),
+    /// Data: several requests for one worker, batched by the sending executor.
+    Requests(Vec<Request>),
     /// Worker → planner: credit of finished chains.
     Credits(Vec<CreditReturn>),
     /// Worker → planner: records that reached a sink.
@@ -368,15 +432,41 @@ mod tests {
     }
 
     #[test]
+    fn a_welcome_carries_operator_params() {
+        let spec = "[pipeline]\nname = \"p\"\n[[source]]\nname = \"in\"\n\
+                    [[operator]]\nname = \"a\"\n[operator.params]\nwindow = 20\nmode = \"x\"\n\
+                    [[stream]]\nfrom = \"in\"\nto = \"a\"\n";
+        let pipeline = clasp_core::spec::parse(spec, "p.toml").unwrap();
+        assert!(!pipeline.operators[0].params.is_empty());
+        let welcome = Welcome {
+            worker: WorkerId(1),
+            pipeline: pipeline.clone(),
+            settings: crate::planner::PlannerConfig::default().settings,
+            peers: Vec::new(),
+            routing: None,
+        };
+        let mut buf = Vec::new();
+        encode(&Message::Welcome(Box::new(welcome)), &mut buf);
+        let mut r = FrameReader::new("t".into(), 1 << 20);
+        match r.read_message(&mut &buf[..]).unwrap() {
+            Some(Message::Welcome(w)) => assert_eq!(w.pipeline, pipeline),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn preamble_checks_magic_and_version() {
         let mut ok = Vec::new();
         write_preamble(&mut ok).unwrap();
         read_preamble(&mut &ok[..], "p").unwrap();
         let err = read_preamble(&mut &b"GET / HTTP/1.1\r\n"[..], "p").unwrap_err();
         assert!(err.to_string().contains("not a clasp peer"), "{err}");
-        let mut v2 = ok.clone();
-        v2[8] = 2;
-        let err = read_preamble(&mut &v2[..], "p").unwrap_err();
-        assert!(err.to_string().contains("protocol v2, this node v1"), "{err}");
+        let mut other = ok.clone();
+        other[8] = 9;
+        let err = read_preamble(&mut &other[..], "p").unwrap_err();
+        assert!(
+            err.to_string().contains(&format!("protocol v9, this node v{PROTOCOL_VERSION}")),
+            "{err}"
+        );
     }
 }

@@ -23,6 +23,8 @@ fn a_quick_experiment_writes_csv_png_and_markdown() {
     let o = clasp(&[
         "bench",
         "state-locality",
+        "--engine",
+        "sim",
         "--quick",
         "--out",
         out,
@@ -67,14 +69,21 @@ fn bad_input_is_a_clear_error_before_anything_runs() {
     assert!(e.contains("unknown experiment `nope`") && e.contains("worker-count"), "{e}");
     let e = fails(&["scaling", "--engine", "gpu"]);
     assert!(e.contains("unknown engine `gpu`"), "{e}");
-    let e = fails(&["scaling", "--set", "workers=0"]);
+    let sim = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["--engine", "sim"]);
+        fails(&all)
+    };
+    let e = sim(&["scaling", "--set", "workers=0"]);
     assert!(e.contains("workers=0"), "{e}");
-    let e = fails(&["migration", "--set", "rate=0"]);
+    let e = sim(&["migration", "--set", "rate=0"]);
     assert!(e.contains("rate=0") && e.contains("> 0"), "{e}");
-    let e = fails(&["placement", "--set", "speed=9"]);
+    let e = sim(&["placement", "--set", "speed=9"]);
     assert!(e.contains("unknown setting `speed`"), "{e}");
-    let e = fails(&["scaling", "--set", "workers"]);
+    let e = sim(&["scaling", "--set", "workers"]);
     assert!(e.contains("KEY=VALUE"), "{e}");
+    let e = sim(&["dispatch"]);
+    assert!(e.contains("only on the runtime engine"), "{e}");
     let e = fails(&["scaling", "--engine", "runtime"]);
     assert!(e.contains("not available on the runtime engine yet"), "{e}");
 }

@@ -93,7 +93,7 @@ fn bad_peers_are_refused_and_the_cluster_keeps_running() {
         wire::write_preamble(&mut v2).unwrap();
         v2[8..12].copy_from_slice(&99u32.to_le_bytes());
         let back = poke(addr, &v2);
-        assert!(String::from_utf8_lossy(&back).contains("protocol v99, this node v1"), "{addr}");
+        assert!(String::from_utf8_lossy(&back).contains("protocol v99, this node v2"), "{addr}");
     }
     // A frame announcing 4 GiB: closed without reading (or allocating) it.
     poke(&worker, &hello_then(u32::MAX));

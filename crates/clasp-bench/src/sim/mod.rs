@@ -46,6 +46,11 @@ impl Ctx {
     /// Checks `opts` for `experiment` and builds the context (nothing runs yet).
     pub fn new(experiment: &str, opts: &Options) -> Result<Self, BenchError> {
         check_experiment(experiment)?;
+        if crate::RUNTIME_ONLY.contains(&experiment) {
+            return Err(BenchError::Config(format!(
+                "`{experiment}` measures this runtime's own costs and runs only on the runtime engine; use --engine runtime"
+            )));
+        }
         let settings = Settings::parse(experiment, opts)?;
         let setup = settings.setup(opts);
         settings.check_cluster(experiment, &setup)?;

@@ -49,9 +49,10 @@ impl Default for PlannerConfig {
                 batch_size: 256,
                 key_groups: 1024,
                 interval_ms: 1000,
-                flush_deadline_us: 0,
+                flush_deadline_us: 100,
                 max_frame: wire::DEFAULT_MAX_FRAME,
                 seed: 1,
+                dispatch_cost: None,
                 saturation_queue: 500.0,
                 saturation_wait_ms: 100.0,
             },
@@ -156,6 +157,11 @@ struct WorkerSlot {
 pub trait SinkOutput: Send {
     /// Records `batch` reaching sink `sink` (named `name`).
     fn write(&mut self, name: &str, batch: &Batch) -> std::io::Result<()>;
+
+    /// Writes out anything buffered; called when a run ends.
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Writes sink records as JSON lines `{"sink":…,"key":…,"value":…}`.
@@ -173,6 +179,10 @@ impl<W: Write + Send> SinkOutput for JsonLinesSink<W> {
             writeln!(self.0, "{{\"sink\":{sink},\"key\":{key},\"value\":{value}}}")?;
         }
         Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
     }
 }
 
@@ -601,6 +611,11 @@ impl Planner {
         }
         let _ = dispatcher.join();
         self.final_reports()?;
+        // Every chain completed, so every sink record has arrived (workers send a chain's
+        // records before its credit).
+        if let Err(e) = lock(&self.shared.sink).flush() {
+            lock(&self.shared.sink_error).get_or_insert(e);
+        }
         if let Some(e) = lock(&input_errors).take() {
             return Err(e);
         }
@@ -836,23 +851,27 @@ fn register(shared: &Arc<Shared>, hello: Hello, stream: TcpStream, reader: wire:
             peers: Vec::new(),
             left: false,
         });
-        (WorkerId::from(id), peers)
+        let id = WorkerId::from(id);
+        // Queued before the lock is released: once the slot is visible, other threads send to
+        // it (a worker joining at the same time announces itself with `PeerJoined`, `install`
+        // sends the routing), and the worker must read its Welcome first.
+        let welcome = Welcome {
+            worker: id,
+            pipeline: (*shared.pipeline).clone(),
+            settings: shared.config.settings.clone(),
+            peers: peers.clone(),
+            routing: Some(shared.routing().plan().clone()),
+        };
+        link.send(Message::Welcome(Box::new(welcome)));
+        (id, peers)
     };
-    let welcome = Welcome {
-        worker: id,
-        pipeline: (*shared.pipeline).clone(),
-        settings: shared.config.settings.clone(),
-        peers: peers.clone(),
-        routing: Some(shared.routing().plan().clone()),
-    };
-    link.send(Message::Welcome(Box::new(welcome)));
     let Ok(send_stream) = stream.try_clone() else { return };
     net::spawn_sender(
         format!("planner-to-{id}"),
         send_stream,
         rx,
         link.counters.clone(),
-        Duration::from_micros(shared.config.settings.flush_deadline_us),
+        Duration::ZERO,
     );
     for (w, _) in &peers {
         shared.send(*w, Message::PeerJoined { worker: id, addr: hello.listen.clone() });

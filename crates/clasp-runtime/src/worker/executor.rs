@@ -78,7 +78,17 @@ pub struct Outbox {
     ports: Vec<PortBuffer>,
     emitted: u64,
     children: Vec<(WorkerId, StreamId, Request)>,
+    /// Chained requests for this worker, queued when the executor picks its next request.
     local: Vec<Request>,
+    /// Emptied batches kept for reuse, so steady state allocates no batch buffers.
+    spare: Vec<Batch>,
+    /// Chained requests for other workers, batched per destination until a batch is full,
+    /// the executor is about to sleep, or the oldest has waited the flush deadline.
+    remote: Vec<Vec<Request>>,
+    oldest_remote: Option<Instant>,
+    /// Remote workers the last execution sent to (for the emulated fan-out cost).
+    remote_targets: Vec<WorkerId>,
+    flush_deadline: std::time::Duration,
     // Buffered for the planner, across requests.
     sinks: Vec<Batch>,
     sink_records: usize,
@@ -92,12 +102,15 @@ impl std::fmt::Debug for Outbox {
 }
 
 const SINK_FLUSH_RECORDS: usize = 4096;
+/// Remote chained requests sent together at most.
+const REMOTE_BATCH: usize = 64;
 const CREDIT_FLUSH: usize = 256;
 
 impl Outbox {
     fn new(shared: Arc<WorkerShared>, counters: Arc<ExecCounters>, seed: u64) -> Self {
         let routing = shared.routing();
         let sinks = (0..shared.pipeline.sinks.len()).map(|_| Batch::new()).collect();
+        let flush_deadline = std::time::Duration::from_micros(shared.settings.flush_deadline_us);
         Self {
             batch_size: shared.settings.batch_size.max(1) as usize,
             shared,
@@ -110,6 +123,11 @@ impl Outbox {
             emitted: 0,
             children: Vec::new(),
             local: Vec::new(),
+            spare: Vec::new(),
+            remote: Vec::new(),
+            oldest_remote: None,
+            remote_targets: Vec::new(),
+            flush_deadline,
             sinks,
             sink_records: 0,
             credits: Vec::new(),
@@ -177,7 +195,8 @@ impl Outbox {
         else {
             return;
         };
-        let batch = std::mem::take(&mut self.ports[port].by_worker[w.index()]);
+        let spare = self.spare.pop().unwrap_or_default();
+        let batch = std::mem::replace(&mut self.ports[port].by_worker[w.index()], spare);
         self.ports[port].drawn = None;
         self.children.push((
             w,
@@ -212,7 +231,8 @@ impl Outbox {
         let me = self.shared.me;
         let (mut local, mut remote) = (0u64, 0u64);
         let shares = split_credit(credit, self.children.len());
-        for ((w, stream, mut req), share) in self.children.drain(..).zip(shares) {
+        let mut children = std::mem::take(&mut self.children);
+        for ((w, stream, mut req), share) in children.drain(..).zip(shares) {
             req.credit = share;
             bump(&self.counters.edges[stream.index()], 1);
             if w == me {
@@ -221,13 +241,82 @@ impl Outbox {
             } else {
                 remote += 1;
                 self.counters.reached(w);
-                self.shared.send_to_peer(w, Message::Request(req));
+                if !self.remote_targets.contains(&w) {
+                    self.remote_targets.push(w);
+                }
+                self.hold_remote(w, req);
             }
         }
+        self.children = children;
         bump(&self.counters.local, local);
         bump(&self.counters.remote, remote);
-        if !self.local.is_empty() {
-            self.shared.sched.push_many(self.local.drain(..));
+        if let Some(cost) = self.shared.settings.dispatch_cost {
+            self.emulate_dispatch(&cost, local, remote);
+        }
+    }
+
+    /// Spends the emulated dispatch cost of the chained requests just sent: α per local, β
+    /// per remote, γ for every remote worker this worker reaches for the first time this
+    /// second.
+    fn emulate_dispatch(&mut self, cost: &crate::wire::DispatchCost, local: u64, remote: u64) {
+        let mut micros = cost.local_us * local as f64 + cost.remote_us * remote as f64;
+        if cost.fanout_us > 0.0 {
+            for w in self.remote_targets.drain(..) {
+                let (word, bit) = (w.index() / 64, 1u64 << (w.index() % 64));
+                if let Some(cell) = self.shared.fanout_reached.get(word)
+                    && cell.fetch_or(bit, Ordering::Relaxed) & bit == 0
+                {
+                    micros += cost.fanout_us;
+                }
+            }
+        }
+        self.remote_targets.clear();
+        spend_off_cpu(&self.shared, micros, cost.mode);
+    }
+
+    /// Buffers a chained request for worker `w`; a full batch goes at once.
+    fn hold_remote(&mut self, w: WorkerId, req: Request) {
+        if self.flush_deadline.is_zero() {
+            self.shared.send_to_peer(w, Message::Request(req));
+            return;
+        }
+        if self.remote.len() <= w.index() {
+            self.remote.resize_with(w.index() + 1, Vec::new);
+        }
+        self.remote[w.index()].push(req);
+        self.oldest_remote.get_or_insert_with(Instant::now);
+        if self.remote[w.index()].len() >= REMOTE_BATCH {
+            let batch = std::mem::take(&mut self.remote[w.index()]);
+            self.shared.send_to_peer(w, Message::Requests(batch));
+        }
+    }
+
+    /// Sends every buffered remote request.
+    pub fn flush_remote(&mut self) {
+        self.oldest_remote = None;
+        for (w, reqs) in self.remote.iter_mut().enumerate() {
+            if !reqs.is_empty() {
+                let batch = std::mem::take(reqs);
+                self.shared.send_to_peer(WorkerId::from(w), Message::Requests(batch));
+            }
+        }
+    }
+
+    /// Sends buffered remote requests whose oldest has waited the flush deadline by `now`.
+    fn flush_remote_due(&mut self, now: Instant) {
+        if self
+            .oldest_remote
+            .is_some_and(|t| now.saturating_duration_since(t) >= self.flush_deadline)
+        {
+            self.flush_remote();
+        }
+    }
+
+    /// Keeps an executed request's batch for reuse.
+    fn recycle(&mut self, mut batch: Batch) {
+        if self.spare.len() < 64 && batch.byte_len() < (1 << 20) {
+            batch.clear();
+            self.spare.push(batch);
         }
     }
 
@@ -268,6 +357,17 @@ impl Emitter for Outbox {
     }
 }
 
+/// Spends an emulated time; while it sleeps, the executor does not count as using a core.
+fn spend_off_cpu(shared: &WorkerShared, micros: f64, mode: clasp_core::pipeline::ServiceMode) {
+    if mode == clasp_core::pipeline::ServiceMode::Sleep && micros > 0.0 {
+        shared.sched.off_cpu();
+        service::spend(micros, mode);
+        shared.sched.back_on_cpu();
+    } else {
+        service::spend(micros, mode);
+    }
+}
+
 /// The loop of executor thread `index`.
 pub fn run(shared: Arc<WorkerShared>, index: usize) {
     service::tighten_timer_slack();
@@ -275,17 +375,33 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
     let seed = shared.settings.seed ^ (u64::from(shared.me.0) << 32) ^ index as u64;
     let mut out = Outbox::new(shared.clone(), counters.clone(), seed);
     let mut rejects = Rejections::default();
+    let mut finished = None;
+    let mut local = Vec::new();
+    // One clock read per request: the end of an execution is the start of the next one (and
+    // the arrival time of the chained requests it caused), unless the executor slept.
+    let mut clock = Instant::now();
     loop {
-        let req = match shared.sched.next(|| out.flush_planner()) {
-            Next::Run(r) => r,
+        std::mem::swap(&mut local, &mut out.local);
+        let next = shared.sched.next_after(finished.take(), &mut local, clock, || {
+            out.flush_remote();
+            out.flush_planner();
+        });
+        let req = match next {
+            Next::Run { request, slept } => {
+                if slept {
+                    clock = Instant::now();
+                }
+                request
+            }
             Next::Shutdown => {
+                out.flush_remote();
                 out.flush_planner();
                 return;
             }
         };
         out.refresh_routing();
         let op = req.op;
-        let started = Instant::now();
+        let started = clock;
         out.begin(op, req.chain);
         let exec = shared.ops[op.index()].process(
             &req.batch,
@@ -295,16 +411,17 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
             &mut rejects,
         );
         if let Some(service) = shared.pipeline.operator(op).service {
-            service::spend(service.micros_for(req.batch.len()), service.mode);
+            spend_off_cpu(&shared, service.micros_for(req.batch.len()), service.mode);
         }
-        let exec_ns = started.elapsed().as_nanos() as u64;
+        clock = Instant::now();
+        let exec_ns = clock.duration_since(started).as_nanos() as u64;
         let c = &counters.ops[op.index()];
         bump(&c.processed, 1);
         bump(&c.records, req.batch.len() as u64);
         bump(&c.emitted, out.emitted);
         bump(&c.exec_ns, exec_ns);
         if let Some(at) = req.enqueued {
-            bump(&c.wait_ns, started.duration_since(at).as_nanos() as u64);
+            bump(&c.wait_ns, started.saturating_duration_since(at).as_nanos() as u64);
         }
         bump(&c.touched, u64::from(exec.touched_state));
         if rejects.total() > 0 {
@@ -312,6 +429,8 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
             rejects.clear();
         }
         out.finish(req.credit);
-        shared.sched.done(op);
+        out.recycle(req.batch);
+        out.flush_remote_due(clock);
+        finished = Some(op);
     }
 }

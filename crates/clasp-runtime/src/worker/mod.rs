@@ -100,6 +100,9 @@ pub struct WorkerShared {
     stopping: AtomicBool,
     /// A report the planner asked for (its request number), picked up by the monitor.
     report_now: AtomicU64,
+    /// Remote workers reached in the current second (emulated fan-out cost is charged once
+    /// per destination per second); cleared by the monitor every second.
+    pub fanout_reached: Box<[AtomicU64]>,
 }
 
 impl std::fmt::Debug for WorkerShared {
@@ -281,7 +284,7 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
         }
     };
     let (control_tx, control_rx) = crossbeam_channel::unbounded();
-    let flush = Duration::from_micros(welcome.settings.flush_deadline_us);
+    let flush = Duration::ZERO;
     let send_stream =
         stream.try_clone().map_err(|source| WireError::Io { peer: join.into(), source })?;
     net::spawn_sender(
@@ -359,6 +362,7 @@ fn build_shared(
         held: Mutex::new(Vec::new()),
         stopping: AtomicBool::new(false),
         report_now: AtomicU64::new(0),
+        fanout_reached: (0..MAX_WORKERS / 64).map(|_| AtomicU64::new(0)).collect(),
         settings: w.settings,
         ops,
         stores,
@@ -393,6 +397,7 @@ fn spawn_peer_receiver(
             for m in batch.drain(..) {
                 match m {
                     Message::Request(r) => reqs.push(r),
+                    Message::Requests(rs) => reqs.extend(rs),
                     Message::MigrationData(d) => {
                         let _ = control.send(Control::Data(d));
                     }
@@ -448,7 +453,7 @@ fn attach_peer(
             return;
         }
     };
-    let flush = Duration::from_micros(shared.settings.flush_deadline_us);
+    let flush = Duration::ZERO;
     net::spawn_sender(format!("w{}-to-{w}", shared.me), send, rx, link.counters.clone(), flush);
     spawn_peer_receiver(shared, Some(w), stream, reader, control.clone());
     let _ = control.send(Control::PeerUp(w));
@@ -526,8 +531,7 @@ fn control_loop(
                 shared.admit(held, &mut rng);
             }
             Control::Planner(Message::Migrate(order)) => {
-                let done = migrate(shared, *order, rx, &mut early, &mut rng);
-                shared.planner.send(Message::MigrationDone(done));
+                migrate(shared, *order, rx, &mut early, &mut rng)
             }
             Control::Planner(Message::PeerJoined { worker, addr }) => {
                 shared.ensure_link(worker);
@@ -562,25 +566,114 @@ fn control_loop(
 }
 
 /// This worker's side of a migration (see [`crate::migration`]).
+///
+/// Outgoing key groups are detached in O(1) per group while paused and encoded afterwards; a
+/// worker that expects nothing resumes before encoding. Incoming groups are staged as they
+/// arrive and decoded on first access or right after resuming, so a receiver's pause is the
+/// wait for its senders' messages. The completion goes to the planner once the worker has
+/// resumed and sent what it owes; decoding staged groups goes on after it.
 fn migrate(
     shared: &Arc<WorkerShared>,
     order: MigrationOrder,
     rx: &Receiver<Control>,
     early: &mut Vec<MigrationData>,
     rng: &mut SplitMix64,
-) -> MigrationDone {
+) {
     let started = Instant::now();
     let me = shared.me;
     shared.sched.pause_and_drain();
     let (routing, held) = shared.install(order.routing);
     let mut queued = shared.sched.take_all();
     queued.extend(held);
+    let (mut keep, mut to_peer) = route_queued(queued, &routing, me, rng);
+    let mut done = MigrationDone { epoch: order.epoch, worker: me, ..MigrationDone::default() };
+    let outgoing: Vec<_> = order
+        .part
+        .send_to
+        .iter()
+        .map(|t| {
+            let groups: Vec<_> = t
+                .groups
+                .iter()
+                .flat_map(|gm| gm.groups.iter().map(move |&g| (gm.operator, g)))
+                .map(|(op, g)| (op, g, shared.stores[op.index()].detach_group(g)))
+                .collect();
+            (t.peer, groups, to_peer.remove(&t.peer).unwrap_or_default())
+        })
+        .collect();
+    let expected = order.part.receive_from.clone();
+    let mut resumed = false;
+    if expected.is_empty() {
+        shared.sched.push_many(std::mem::take(&mut keep));
+        shared.sched.resume(shared.limits(&routing));
+        done.pause_us = started.elapsed().as_micros() as u64;
+        resumed = true;
+    }
+    for (peer, groups, requests) in outgoing {
+        let mut state = Vec::with_capacity(groups.len());
+        for (op, g, detached) in groups {
+            let mut bytes = Vec::new();
+            match detached.encode(g, &mut bytes) {
+                Ok(keys) => {
+                    done.keys_sent += keys as u64;
+                    done.bytes_sent += bytes.len() as u64;
+                    state.push(StateGroup { op, group: g, keys: keys as u32, bytes });
+                }
+                Err(e) => done.error = Some(format!("encoding {g} of {op}: {e}")),
+            }
+        }
+        done.requests_sent += requests.len() as u64;
+        let data = MigrationData { epoch: order.epoch, from: me, groups: state, requests };
+        shared.send_to_peer(peer, Message::MigrationData(Box::new(data)));
+    }
+    // Requests for peers the plan does not name (routed under an older epoch) are forwarded.
+    for (w, reqs) in to_peer {
+        shared.send_to_peer(w, Message::Requests(reqs));
+    }
+    let wait_started = Instant::now();
+    let arrived = await_peers(shared, order.epoch, &expected, rx, early, &mut done);
+    done.wait_us = wait_started.elapsed().as_micros() as u64;
+    done.waited_for = expected;
+    let mut staged = Vec::new();
+    let mut migrated = Vec::new();
+    for d in arrived {
+        for g in d.groups {
+            shared.stores[g.op.index()].stage_group(g.group, g.bytes, g.keys as usize);
+            staged.push((g.op, g.group, d.from));
+        }
+        migrated.extend(d.requests);
+    }
+    if !resumed {
+        // Requests handed over were queued before anything that reached this worker directly
+        // under the new epoch: they go first, so each key keeps its order.
+        shared.sched.push_front_many(migrated);
+        shared.sched.push_many(keep);
+        shared.sched.resume(shared.limits(&routing));
+        done.pause_us = started.elapsed().as_micros() as u64;
+    } else {
+        shared.sched.push_front_many(migrated);
+    }
+    shared.planner.send(Message::MigrationDone(done));
+    for (op, g, from) in staged {
+        if let Err(e) = shared.stores[op.index()].import_staged(g) {
+            tracing::error!(
+                "worker {me}: state of {g} of {op} from {from} is invalid and was dropped: {e}"
+            );
+        }
+    }
+}
 
-    // Requests by destination under the new routing.
+/// Queued requests under the new routing: those this worker keeps, and those for each peer.
+fn route_queued(
+    queued: Vec<Request>,
+    routing: &Routing,
+    me: WorkerId,
+    rng: &mut SplitMix64,
+) -> (Vec<Request>, HashMap<WorkerId, Vec<Request>>) {
     let mut keep = Vec::new();
     let mut to_peer: HashMap<WorkerId, Vec<Request>> = HashMap::new();
     for r in queued {
-        for (w, part) in migration::reroute(r, &routing, me, rng) {
+        for (w, part) in migration::reroute(r, routing, me, rng) {
             if w == me {
                 keep.push(part);
             } else {
@@ -588,49 +681,26 @@ fn migrate(
             }
         }
     }
-    let mut done = MigrationDone { epoch: order.epoch, worker: me, ..MigrationDone::default() };
-    for t in &order.part.send_to {
-        let mut groups = Vec::new();
-        for gm in &t.groups {
-            for &g in &gm.groups {
-                let mut bytes = Vec::new();
-                match shared.stores[gm.operator.index()].export_group(g, &mut bytes) {
-                    Ok(keys) => {
-                        done.keys_sent += keys as u64;
-                        done.bytes_sent += bytes.len() as u64;
-                        groups.push(StateGroup {
-                            op: gm.operator,
-                            group: g,
-                            keys: keys as u32,
-                            bytes,
-                        });
-                    }
-                    Err(e) => done.error = Some(format!("exporting {g} of {}: {e}", gm.operator)),
-                }
-            }
-        }
-        let requests = to_peer.remove(&t.peer).unwrap_or_default();
-        done.requests_sent += requests.len() as u64;
-        let data = MigrationData { epoch: order.epoch, from: me, groups, requests };
-        shared.send_to_peer(t.peer, Message::MigrationData(Box::new(data)));
-    }
-    // Requests for peers the plan does not name (routed under an older epoch) are forwarded.
-    for (w, reqs) in to_peer {
-        for r in reqs {
-            shared.send_to_peer(w, Message::Request(r));
-        }
-    }
+    (keep, to_peer)
+}
 
-    let wait_started = Instant::now();
-    let expected: Vec<WorkerId> = order.part.receive_from.clone();
-    let (mut arrived, rest): (Vec<_>, Vec<_>) =
-        early.drain(..).partition(|d| d.epoch == order.epoch);
+/// Waits for the migration messages of every peer in `expected` (some may have arrived
+/// early); a lost peer or a timeout is recorded in `done`.
+fn await_peers(
+    shared: &Arc<WorkerShared>,
+    epoch: u64,
+    expected: &[WorkerId],
+    rx: &Receiver<Control>,
+    early: &mut Vec<MigrationData>,
+    done: &mut MigrationDone,
+) -> Vec<MigrationData> {
+    let (mut arrived, rest): (Vec<_>, Vec<_>) = early.drain(..).partition(|d| d.epoch == epoch);
     *early = rest;
     let deadline = Instant::now() + Duration::from_secs(60);
     while !expected.iter().all(|w| arrived.iter().any(|d| d.from == *w)) {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(Control::Data(d)) if d.epoch == order.epoch => arrived.push(*d),
+            Ok(Control::Data(d)) if d.epoch == epoch => arrived.push(*d),
             Ok(Control::Data(d)) => early.push(*d),
             Ok(Control::PeerUp(_)) => {
                 shared.planner.send(Message::MeshReady(connected_peers(shared)));
@@ -639,7 +709,7 @@ fn migrate(
                 done.error = Some(format!("worker {w} was lost during the migration: {why}"));
                 break;
             }
-            Ok(other) => tracing::debug!("worker {me}: during migration: {other:?}"),
+            Ok(other) => tracing::debug!("worker {}: during migration: {other:?}", shared.me),
             Err(_) => {
                 let missing: Vec<String> = expected
                     .iter()
@@ -652,25 +722,7 @@ fn migrate(
             }
         }
     }
-    done.wait_us = wait_started.elapsed().as_micros() as u64;
-    let mut migrated = Vec::new();
-    done.waited_for = expected;
-    for d in arrived {
-        for g in d.groups {
-            if let Err(e) = shared.stores[g.op.index()].import_group(g.group, &g.bytes) {
-                done.error =
-                    Some(format!("importing {} of {} from {}: {e}", g.group, g.op, d.from));
-            }
-        }
-        migrated.extend(d.requests);
-    }
-    // Requests handed over were queued before anything that reached this worker directly
-    // under the new epoch: they go first, so each key keeps its order.
-    shared.sched.push_front_many(migrated);
-    shared.sched.push_many(keep);
-    shared.sched.resume(shared.limits(&routing));
-    done.pause_us = started.elapsed().as_micros() as u64;
-    done
+    arrived
 }
 
 fn dump_state(shared: &WorkerShared) {

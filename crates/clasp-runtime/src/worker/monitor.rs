@@ -69,10 +69,15 @@ fn run(shared: &WorkerShared) {
     let sample_every = (interval / 20).max(Duration::from_millis(1));
     let mut prev = totals(shared);
     let mut start = Instant::now();
+    let mut second = Instant::now();
     let (mut queue_sum, mut samples) = (0.0, 0u32);
     take_destinations(shared);
     while !shared.stopping.load(Ordering::Acquire) {
         std::thread::sleep(sample_every);
+        if second.elapsed() >= Duration::from_secs(1) {
+            second = Instant::now();
+            shared.fanout_reached.iter().for_each(|w| w.store(0, Ordering::Relaxed));
+        }
         queue_sum += shared.sched.len() as f64;
         samples += 1;
         let requested = shared.report_now.swap(0, Ordering::AcqRel);

@@ -8,6 +8,7 @@
 use crate::request::Request;
 use clasp_core::OperatorId;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -24,18 +25,30 @@ struct Inner {
 }
 
 /// The queue shared by the receivers, the executors and the migration handler.
+///
+/// Idle executors are woken only while fewer executors than cores are running on a CPU:
+/// more would just take turns on the cores. An executor sleeping in an emulated service time
+/// does not count as running, so slot-bound (sleep) workloads still use every slot.
 #[derive(Debug)]
 pub struct Scheduler {
     inner: Mutex<Inner>,
     work: Condvar,
     drained: Condvar,
+    cores: u32,
+    on_cpu: AtomicU32,
 }
 
 /// What an executor gets.
 #[derive(Debug)]
 pub enum Next {
-    /// Run this.
-    Run(Request),
+    /// Run this; `slept` tells whether the executor blocked waiting for it (so the time it
+    /// last read is stale).
+    Run {
+        /// The request.
+        request: Request,
+        /// Whether the executor blocked.
+        slept: bool,
+    },
     /// The worker is stopping.
     Shutdown,
 }
@@ -57,7 +70,25 @@ impl Scheduler {
             }),
             work: Condvar::new(),
             drained: Condvar::new(),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            on_cpu: AtomicU32::new(0),
         }
+    }
+
+    /// How many idle executors to wake for `queued` runnable requests.
+    fn wakes(&self, idle: u32, queued: usize) -> u32 {
+        let free_cores = self.cores.saturating_sub(self.on_cpu.load(Ordering::Relaxed));
+        idle.min(queued as u32).min(free_cores)
+    }
+
+    /// The calling executor stops using a CPU (it is about to sleep in a service time).
+    pub fn off_cpu(&self) {
+        self.on_cpu.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The calling executor uses a CPU again.
+    pub fn back_on_cpu(&self) {
+        self.on_cpu.fetch_add(1, Ordering::Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -75,7 +106,7 @@ impl Scheduler {
             n += 1;
         }
         g.queued += n;
-        let wake = g.idle_executors.min(n as u32);
+        let wake = self.wakes(g.idle_executors, n);
         drop(g);
         for _ in 0..wake {
             self.work.notify_one();
@@ -99,9 +130,39 @@ impl Scheduler {
 
     /// Blocks until a request may run or the worker stops. `before_sleep` runs (without the
     /// lock) before the executor would block, so it can flush what it buffered.
-    pub fn next(&self, mut before_sleep: impl FnMut()) -> Next {
-        let mut flushed = false;
+    pub fn next(&self, before_sleep: impl FnMut()) -> Next {
+        self.next_after(None, &mut Vec::new(), Instant::now(), before_sleep)
+    }
+
+    /// Ends the caller's execution of `finished` (if any), queues the local chained requests
+    /// it caused (arrived at `now`), and picks the caller's next request — all under one lock.
+    /// The caller takes one request itself, so a single chained request wakes no other
+    /// executor (work-first: a chain runs depth-first on the executor that produced it).
+    pub fn next_after(
+        &self,
+        finished: Option<OperatorId>,
+        children: &mut Vec<Request>,
+        now: Instant,
+        mut before_sleep: impl FnMut(),
+    ) -> Next {
         let mut g = self.lock();
+        if let Some(op) = finished {
+            g.running[op.index()] -= 1;
+            g.running_total -= 1;
+            self.on_cpu.fetch_sub(1, Ordering::Relaxed);
+            if g.paused && g.running_total == 0 {
+                self.drained.notify_all();
+            }
+        }
+        if !children.is_empty() {
+            g.queued += children.len();
+            for mut r in children.drain(..) {
+                r.enqueued = Some(now);
+                g.queues[r.op.index()].push_back(r);
+            }
+        }
+        let mut flushed = false;
+        let mut slept = false;
         loop {
             if g.shutdown {
                 return Next::Shutdown;
@@ -109,13 +170,17 @@ impl Scheduler {
             if !g.paused
                 && let Some(op) = pick(&g)
             {
-                {
-                    let r = g.queues[op].pop_front().expect("picked a non-empty queue");
-                    g.queued -= 1;
-                    g.running[op] += 1;
-                    g.running_total += 1;
-                    return Next::Run(r);
+                let request = g.queues[op].pop_front().expect("picked a non-empty queue");
+                g.queued -= 1;
+                g.running[op] += 1;
+                g.running_total += 1;
+                self.on_cpu.fetch_add(1, Ordering::Relaxed);
+                let wake = self.wakes(g.idle_executors, g.queued);
+                drop(g);
+                for _ in 0..wake {
+                    self.work.notify_one();
                 }
+                return Next::Run { request, slept };
             }
             if !flushed {
                 drop(g);
@@ -128,23 +193,18 @@ impl Scheduler {
             g = self.work.wait(g).unwrap_or_else(PoisonError::into_inner);
             g.idle_executors -= 1;
             flushed = false;
+            slept = true;
         }
     }
 
-    /// Marks an execution of `op` finished.
+    /// Marks an execution of `op` finished without picking another (a stopping executor).
     pub fn done(&self, op: OperatorId) {
         let mut g = self.lock();
         g.running[op.index()] -= 1;
         g.running_total -= 1;
-        let drained = g.paused && g.running_total == 0;
-        // A request of `op` may have been waiting for this instance.
-        let wake = !g.queues[op.index()].is_empty() && g.idle_executors > 0;
-        drop(g);
-        if drained {
+        self.on_cpu.fetch_sub(1, Ordering::Relaxed);
+        if g.paused && g.running_total == 0 {
             self.drained.notify_all();
-        }
-        if wake {
-            self.work.notify_one();
         }
     }
 
@@ -238,15 +298,27 @@ mod tests {
     fn instance_limits_and_fifo_across_operators() {
         let s = Scheduler::new(vec![1, 2]);
         s.push_many([req(0), req(0), req(1)]);
-        let Next::Run(a) = s.next(|| {}) else { panic!() };
+        let Next::Run { request: a, .. } = s.next(|| {}) else { panic!() };
         assert_eq!(a.op, OperatorId(0));
         // Operator 0 is at its limit of 1: the next pick is operator 1 although 0 is older.
-        let Next::Run(b) = s.next(|| {}) else { panic!() };
+        let Next::Run { request: b, .. } = s.next(|| {}) else { panic!() };
         assert_eq!(b.op, OperatorId(1));
-        s.done(OperatorId(0));
-        let Next::Run(c) = s.next(|| {}) else { panic!() };
+        // Finishing 0 with a chained request for 1: the queued 0 is older and runs next.
+        let mut children = vec![req(1)];
+        let Next::Run { request: c, .. } =
+            s.next_after(Some(OperatorId(0)), &mut children, Instant::now(), || {})
+        else {
+            panic!()
+        };
         assert_eq!(c.op, OperatorId(0));
-        s.done(OperatorId(0));
+        assert!(children.is_empty());
+        let Next::Run { request: d, .. } =
+            s.next_after(Some(OperatorId(0)), &mut Vec::new(), Instant::now(), || {})
+        else {
+            panic!()
+        };
+        assert_eq!(d.op, OperatorId(1));
+        s.done(OperatorId(1));
         s.done(OperatorId(1));
         assert_eq!(s.load(), (0, 0));
     }
@@ -255,7 +327,7 @@ mod tests {
     fn pause_drains_running_work_and_hands_back_the_queue() {
         let s = std::sync::Arc::new(Scheduler::new(vec![4]));
         s.push_many([req(0), req(0), req(0)]);
-        let Next::Run(r) = s.next(|| {}) else { panic!() };
+        let Next::Run { request: r, .. } = s.next(|| {}) else { panic!() };
         let s2 = s.clone();
         let t = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(20));

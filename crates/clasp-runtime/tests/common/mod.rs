@@ -1,6 +1,8 @@
 //! Helpers shared by the runtime's integration tests.
 #![allow(dead_code)]
 
+pub mod apps;
+
 use clasp_core::input::MemoryLines;
 use clasp_core::rng::SplitMix64;
 use clasp_core::{Pipeline, SourceId};

@@ -1,22 +1,22 @@
-//! `clasp bench <experiment>`: runs one of the CLASP paper's experiments on the simulator or
-//! on the real runtime and writes its CSV tables, PNG charts and markdown report into one
+//! `clasp bench <experiment>`: runs one of the CLASP paper's experiments on the real runtime
+//! or on the simulator and writes its CSV tables, PNG charts and markdown report into one
 //! directory; the markdown goes to stdout, the paths written and the progress to stderr.
 //! Every argument and setting is checked before anything runs.
 
 use anyhow::{Context, Result};
 use clasp_bench::report::Output;
-use clasp_bench::{BenchError, EXPERIMENTS, Engine, Options, check_experiment};
+use clasp_bench::{BenchError, Engine, Options, check_experiment};
 use std::path::PathBuf;
 
 /// Arguments of `clasp bench`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The experiment: scaling, state-locality, migration, coefficients, placement,
-    /// worker-count, end-to-end or validate.
+    /// worker-count, end-to-end, validate; on the runtime also dispatch and wc.
     pub experiment: String,
-    /// Where it runs: sim (the discrete-event simulator, paper scale) or runtime (the real
-    /// runtime on this machine, reduced scale).
-    #[arg(long, default_value = "sim")]
+    /// Where it runs: runtime (the real runtime on this machine, reduced scale) or sim (the
+    /// discrete-event simulator, paper scale).
+    #[arg(long, default_value = "runtime")]
     pub engine: Engine,
     /// Output directory (default: out/bench/<experiment>/<engine>).
     #[arg(long, value_name = "DIR")]
@@ -62,10 +62,20 @@ pub fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// Runs `experiment` on the real runtime (`clasp_bench::runtime::<experiment>(&opts)`).
-fn runtime(experiment: &str, _opts: &Options) -> Result<Output, BenchError> {
-    debug_assert!(EXPERIMENTS.contains(&experiment));
-    Err(BenchError::Config(format!(
-        "`{experiment}` is not available on the runtime engine yet; use --engine sim"
-    )))
+/// Runs `experiment` on the real runtime (`clasp_bench::runtime::<experiment>`).
+fn runtime(experiment: &str, opts: &Options) -> Result<Output, BenchError> {
+    use clasp_bench::runtime as rt;
+    let report = match experiment {
+        "dispatch" => rt::dispatch::run(opts)?,
+        "wc" => rt::wc::run(opts)?,
+        "migration" => rt::migration::run(opts)?,
+        "coefficients" => rt::coefficients::run(opts)?,
+        "end-to-end" => rt::end_to_end::run(opts)?,
+        other => {
+            return Err(BenchError::Config(format!(
+                "`{other}` is not available on the runtime engine yet; use --engine sim"
+            )));
+        }
+    };
+    Ok(report.into())
 }
