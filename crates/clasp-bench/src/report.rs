@@ -1,7 +1,8 @@
 //! What an experiment produces: named tables (written as CSV and as a markdown table) and
-//! notes, gathered into one markdown report per experiment.
+//! notes, gathered into one markdown report per experiment; with its charts, an [`Output`].
 
 use crate::BenchError;
+use crate::plot::Chart;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -115,6 +116,53 @@ impl Report {
     }
 }
 
+/// A report and its charts: everything one experiment writes.
+#[derive(Clone, Debug, Default)]
+pub struct Output {
+    /// Tables and notes.
+    pub report: Report,
+    /// Charts, written as `<name>.png` beside the tables.
+    pub charts: Vec<Chart>,
+}
+
+impl From<Report> for Output {
+    fn from(report: Report) -> Self {
+        Self { report, charts: Vec::new() }
+    }
+}
+
+impl Output {
+    /// The report as markdown, each chart linked at the end.
+    pub fn markdown(&self) -> String {
+        let mut out = self.report.markdown();
+        if !self.charts.is_empty() {
+            out.push_str("\n## Charts\n\n");
+            for c in &self.charts {
+                let _ = writeln!(out, "![{}]({}.png)\n", c.title, c.name);
+            }
+        }
+        out
+    }
+
+    /// Writes `<table>.csv` per table, `<chart>.png` per chart and `<stem>.md` into `dir`;
+    /// returns the paths written.
+    pub fn write(&self, dir: &Path, stem: &str) -> Result<Vec<String>, BenchError> {
+        let mut written = self.report.write(dir, stem)?;
+        for c in &self.charts {
+            written.push(c.write(dir)?);
+        }
+        let p = dir.join(format!("{stem}.md"));
+        std::fs::write(&p, self.markdown())
+            .map_err(|source| BenchError::Io { path: p.display().to_string(), source })?;
+        Ok(written)
+    }
+}
+
+/// A number with `decimals` decimals (`-` for NaN).
+pub fn num(x: f64, decimals: usize) -> String {
+    if x.is_finite() { format!("{x:.decimals$}") } else { "-".to_owned() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +173,37 @@ mod tests {
         t.row(vec!["a,b".into(), "1".into()]);
         assert_eq!(t.csv(), "app,value\n\"a,b\",1\n");
         assert_eq!(t.markdown(), "| app | value |\n|---|---|\n| a,b | 1 |\n");
+    }
+
+    #[test]
+    fn an_output_writes_tables_charts_and_markdown() {
+        let mut t = Table::new("rows", &["app", "throughput (req/s)"]);
+        t.row(vec!["wc".into(), num(1234.567, 1)]);
+        t.row(vec!["sd".into(), num(f64::NAN, 1)]);
+        let report = Report {
+            title: "demo".into(),
+            setup: vec!["engine sim".into()],
+            tables: vec![t],
+            notes: vec!["a note".into()],
+        };
+        let chart = Chart::bars("Demo chart", "app", "req/s")
+            .categories(&["wc"])
+            .series(crate::plot::Series::new("clasp", vec![1.0]));
+        let out = Output { report, charts: vec![chart] };
+        let dir = std::env::temp_dir().join(format!("clasp-bench-output-{}", std::process::id()));
+        let written = out.write(&dir, "demo").unwrap();
+        let names: Vec<String> = written
+            .iter()
+            .map(|p| Path::new(p).file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["rows.csv", "demo.md", "demo-chart.png"]);
+        let csv = std::fs::read_to_string(dir.join("rows.csv")).unwrap();
+        assert_eq!(csv, "app,throughput (req/s)\nwc,1234.6\nsd,-\n");
+        let md = std::fs::read_to_string(dir.join("demo.md")).unwrap();
+        assert!(md.starts_with("# demo\n\n- engine sim\n\n## rows\n"), "{md}");
+        assert!(md.contains("| wc | 1234.6 |") && md.contains("a note"), "{md}");
+        assert!(md.ends_with("![Demo chart](demo-chart.png)\n\n"), "{md}");
+        assert_eq!(&std::fs::read(dir.join("demo-chart.png")).unwrap()[..4], b"\x89PNG");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

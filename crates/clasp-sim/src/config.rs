@@ -87,12 +87,19 @@ pub struct SimConfig {
     pub remote_delay_us: f64,
     /// Bytes per µs a worker sends migration data at (1,250 = 10 Gbit/s).
     pub bandwidth_bytes_per_us: f64,
+    /// Fraction of W̄ the planner loads a worker to when it plans (`PlanConfig::headroom`;
+    /// the reference implementation's 0.9).
+    pub plan_headroom: f64,
     /// Workers that exist (the active ones are a prefix of them).
     pub max_workers: u32,
     /// How execution times are drawn around each operator's mean.
     pub service: ServiceDist,
     /// Mean execution time (µs) of operators whose spec gives no `service_time_us`.
     pub default_exec_us: f64,
+    /// Extra execution time (µs) of every execution of a stateful operator, for state read
+    /// from a remote state server instead of the worker's own (CLASP §2.4: 400 → 1,400 µs).
+    /// Charged as execution time, as the paper's capacity model counts execution latency.
+    pub remote_state_us: f64,
     /// Ordered stateful operators run one execution at a time per worker, as in the runtime.
     pub ordered_one_at_a_time: bool,
     /// Key groups per stateful operator.
@@ -134,9 +141,11 @@ impl Default for SimConfig {
             local_delay_us: 5.0,
             remote_delay_us: 100.0,
             bandwidth_bytes_per_us: 1250.0,
+            plan_headroom: 0.9,
             max_workers: 10,
             service: ServiceDist::Exponential,
             default_exec_us: 400.0,
+            remote_state_us: 0.0,
             ordered_one_at_a_time: true,
             key_groups: 1024,
             state_keys: 40_000,
@@ -166,6 +175,9 @@ impl SimConfig {
         if self.max_workers == 0 || self.max_workers > 1024 {
             return bad(format!("max_workers = {} must be in 1..=1024", self.max_workers));
         }
+        if !(self.plan_headroom > 0.0 && self.plan_headroom <= 1.0) {
+            return bad(format!("plan_headroom = {} must be in (0, 1]", self.plan_headroom));
+        }
         let c = self.costs;
         if ![c.alpha, c.beta, c.gamma].iter().all(|v| v.is_finite() && *v >= 0.0) {
             return bad(format!("costs {c:?}: alpha, beta and gamma must be finite and >= 0"));
@@ -177,6 +189,7 @@ impl SimConfig {
             ("local_delay_us", self.local_delay_us),
             ("remote_delay_us", self.remote_delay_us),
             ("default_exec_us", self.default_exec_us),
+            ("remote_state_us", self.remote_state_us),
             ("warmup_s", self.warmup_s),
             ("saturation_queue", self.saturation_queue),
             ("saturation_wait_ms", self.saturation_wait_ms),

@@ -23,7 +23,8 @@ use clasp_core::pattern::RatePattern;
 use clasp_core::placement::Placement;
 use clasp_core::rng::SplitMix64;
 use clasp_core::{Pipeline, WorkerId};
-use clasp_plan::keys::assign_keys;
+use clasp_plan::estimator::{Estimator, EstimatorConfig, Observation};
+use clasp_plan::keys::{assign_keys, remap_workers};
 use clasp_plan::parallelism::initial_allocation;
 
 /// How operators are placed during a run.
@@ -47,6 +48,8 @@ pub(crate) enum Timer {
     PlanArrives,
     /// Migration data reaches a worker (index into the migration's messages).
     Data(usize),
+    /// A scheduled rescaling is due (index into the schedule).
+    Rescale(usize),
 }
 
 /// Most chains an unthrottled input may keep in flight (it dispatches up to the limit).
@@ -93,6 +96,10 @@ pub struct Simulation<'p> {
     /// Start of the statistics window the controller may use (s): the end of the last
     /// migration.
     pub(crate) window_start: f64,
+    /// Placements to move to at given times, whatever the deployment.
+    schedule: Vec<(f64, Placement)>,
+    /// An estimator fed every saturated report when no controller runs.
+    estimator: Option<Estimator>,
 }
 
 impl<'p> Simulation<'p> {
@@ -186,6 +193,8 @@ impl<'p> Simulation<'p> {
             active_area: 0.0,
             active_since: 0,
             window_start: 0.0,
+            schedule: Vec::new(),
+            estimator: None,
             cfg,
         };
         sim.start();
@@ -207,6 +216,44 @@ impl<'p> Simulation<'p> {
             self.try_dispatch();
         } else if let Some(t) = self.next_arrival(0) {
             self.timers.at(t, Timer::Arrival);
+        }
+    }
+
+    /// Moves to each placement at its time (s) with a migration, as if a controller had
+    /// decided it (workers relabelled to move as little as possible); a rescaling due while
+    /// another migration runs waits for it. For migration experiments.
+    pub fn with_rescales(mut self, schedule: Vec<(f64, Placement)>) -> Self {
+        for (i, (t, _)) in schedule.iter().enumerate() {
+            self.timers.at(s_to_ns(*t), Timer::Rescale(i));
+        }
+        self.schedule = schedule;
+        self
+    }
+
+    /// Feeds every saturated worker report to an estimator with `cfg` (a run with a
+    /// controller feeds its own); the summary reports its coefficients. For estimator
+    /// experiments on a fixed placement.
+    pub fn with_estimator(mut self, cfg: EstimatorConfig) -> Self {
+        self.estimator = Some(Estimator::new(cfg));
+        self
+    }
+
+    /// A scheduled rescaling is due: migrate, or wait for the running migration to end.
+    fn scheduled_rescale(&mut self, i: usize) {
+        if self.migration.is_some() {
+            self.timers.at(self.now + us_to_ns(1_000.0), Timer::Rescale(i));
+            return;
+        }
+        let placement = remap_workers(&self.routing.placement, self.schedule[i].1.clone());
+        let rate = self.pattern.rate_at(ns_to_s(self.now));
+        self.begin_migration(placement, "scheduled", rate);
+    }
+
+    /// Feeds this interval's saturated reports to the stand-alone estimator.
+    fn estimate(&mut self, t: f64) {
+        let Some(est) = self.estimator.as_mut() else { return };
+        for r in self.log.window(t, t).filter(|r| r.saturated) {
+            est.observe(r.worker.0, &Observation::from(&r.worker_stats(self.p)));
         }
     }
 
@@ -328,6 +375,7 @@ impl<'p> Simulation<'p> {
             Timer::Tick => self.on_tick(),
             Timer::PlanArrives => self.plan_arrives(),
             Timer::Data(i) => self.data_arrives(i),
+            Timer::Rescale(i) => self.scheduled_rescale(i),
         }
     }
 
@@ -531,8 +579,10 @@ impl<'p> Simulation<'p> {
         let (done, hist) = self.chains.take_interval();
         let sample = Sample {
             time_s: t,
+            interval_s: secs,
             input_rate: inputs as f64 / secs,
             throughput: done as f64 / secs,
+            requests: self.planner.dispatched,
             planner_queue,
             workers: self.active,
         };
@@ -554,6 +604,7 @@ impl<'p> Simulation<'p> {
             self.chains.restart_area(now);
         }
         self.control(t, sample);
+        self.estimate(t);
         self.log.forget_before(t - 2.0 * self.cfg.window_s);
         self.last_tick = now;
         if now < self.end {
@@ -635,28 +686,45 @@ impl<'p> Simulation<'p> {
         report
     }
 
-    /// The controller's turn at the end of an interval.
+    /// The controller's turn at the end of an interval: reports to the estimator, the sample
+    /// to the triggers, and a decision when one fires.
     fn control(&mut self, t: f64, sample: Sample) {
         let Some(ctrl) = self.controller.as_mut() else { return };
         let reports: Vec<&WorkerReport> = self.log.window(t, t).collect();
         let parallelism: Vec<u32> =
             self.p.operators.iter().map(|o| self.routing.total_instances(o.id)).collect();
         ctrl.observe_interval(self.p, &reports, sample, &parallelism);
-        if self.migration.is_some() {
-            return;
-        }
-        let Some((reason, target)) =
-            ctrl.trigger(self.planner.dispatched, self.planner.unthrottled)
+        let Some(trigger) = ctrl.trigger(&sample, self.migration.is_some()) else { return };
+        let from = (t - self.cfg.window_s).max(self.window_start);
+        let unthrottled = self.planner.unthrottled;
+        let current = &self.routing.placement;
+        let Some(step) = ctrl.decide(self.p, &self.log, (from, t), current, trigger, unthrottled)
         else {
             return;
         };
-        let from = (t - self.cfg.window_s).max(self.window_start);
-        let step =
-            ctrl.decide(self.p, &self.log, (from, t), &self.routing.placement, reason, target);
-        // A policy that cannot decide (no throughput observed yet, say) leaves things as they
-        // are; the next trigger tries again.
-        if let Ok(Some(step)) = step {
-            self.begin_migration(step);
+        if step.migrate {
+            self.begin_migration(step.placement, step.reason.as_str(), step.target_rate);
+        } else {
+            self.install(step.placement);
+        }
+    }
+
+    /// Installs a placement that differs only in instance limits: no state or request moves,
+    /// each worker takes its new limits at once (as the runtime installs such a plan).
+    fn install(&mut self, placement: Placement) {
+        let keys = self.routing.keys.clone();
+        let epoch = self.routing.epoch + 1;
+        let Ok(next) = Routing::new(self.p, placement, keys, epoch, self.cfg.max_workers) else {
+            return;
+        };
+        self.previous = Some(std::mem::replace(&mut self.routing, next));
+        for w in 0..self.routing.workers() as usize {
+            let limits = self.limits(w as u32);
+            self.workers[w].set_limits(limits);
+            if !self.workers[w].paused && self.start_jobs(w) {
+                self.workers[w].reschedule(self.now);
+                self.worker_changed(w);
+            }
         }
     }
 
@@ -695,7 +763,15 @@ impl<'p> Simulation<'p> {
             forwarded: self.forwarded,
             scaling_events: std::mem::take(&mut self.scaling),
             timeline: std::mem::take(&mut self.timeline),
-            coefficients: self.controller.as_ref().map(Controller::coefficients),
+            coefficients: self
+                .controller
+                .as_ref()
+                .map(Controller::coefficients)
+                .or_else(|| self.estimator.as_ref().map(Estimator::coefficients)),
+            estimator_updates: self.controller.as_ref().map_or_else(
+                || self.estimator.as_ref().map_or(0, Estimator::observations_used),
+                Controller::observations_used,
+            ),
             stats,
             placement: Some(self.routing.placement.clone()),
             events: self.events,

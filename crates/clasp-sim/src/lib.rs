@@ -107,13 +107,14 @@ pub fn placement_on(
     Ok(clasp_on_workers(Policy::Clasp, &input, workers)?.placement)
 }
 
-/// Planning parameters matching a simulated cluster: its slots, `max_workers` and mean
-/// execution time.
+/// Planning parameters matching a simulated cluster: its slots, `max_workers`, mean
+/// execution time and planning headroom.
 pub fn plan_config(cfg: &SimConfig, max_workers: u32) -> PlanConfig {
     PlanConfig {
         slots_per_worker: cfg.slots,
         max_workers: max_workers.min(cfg.max_workers).max(1),
         default_exec_us: cfg.default_exec_us,
+        headroom: cfg.plan_headroom,
         ..PlanConfig::default()
     }
 }

@@ -14,12 +14,11 @@
 //! A worker leaving the cluster sends and stops. The planner's duration runs from issuing the
 //! plan to the last report; a worker's pause from receiving the plan to resuming.
 
-use crate::controller::Step;
 use crate::engine::{Simulation, Timer};
 use crate::events::{Nanos, Req, ns_to_s, us_to_ns};
 use crate::routing::Routing;
 use crate::summary::ScalingEvent;
-use clasp_core::placement::MigrationPlan;
+use clasp_core::placement::{MigrationPlan, Placement};
 use clasp_plan::keys::assign_keys;
 use clasp_plan::migration::plan_migration;
 
@@ -60,32 +59,27 @@ pub struct Migration {
 }
 
 impl Simulation<'_> {
-    /// Issues the plan of `step`: new key assignment, migration plan, broadcast.
-    pub(crate) fn begin_migration(&mut self, step: Step) {
+    /// Issues the plan to move to `placement` (why: `reason`, for `target_rate`): new key
+    /// assignment, migration plan, broadcast.
+    pub(crate) fn begin_migration(&mut self, placement: Placement, reason: &str, target_rate: f64) {
         let groups = self.cfg.key_groups;
-        let keys = assign_keys(self.p, &step.placement, groups, Some(&self.routing.keys));
-        let plan = plan_migration(
-            self.p,
-            &self.routing.placement,
-            &self.routing.keys,
-            &step.placement,
-            &keys,
-        );
+        let keys = assign_keys(self.p, &placement, groups, Some(&self.routing.keys));
+        let plan =
+            plan_migration(self.p, &self.routing.placement, &self.routing.keys, &placement, &keys);
         let from = self.routing.workers();
-        let to = step.placement.workers;
+        let to = placement.workers;
         let epoch = self.routing.epoch + 1;
-        let Ok(next) = Routing::new(self.p, step.placement, keys, epoch, self.cfg.max_workers)
-        else {
+        let Ok(next) = Routing::new(self.p, placement, keys, epoch, self.cfg.max_workers) else {
             return;
         };
         let event = ScalingEvent {
             time_s: ns_to_s(self.now),
             from_workers: from,
             to_workers: to,
-            reason: step.reason.name().to_owned(),
+            reason: reason.to_owned(),
             planner_ms: 0.0,
             max_worker_pause_ms: 0.0,
-            target_rate: step.target_rate,
+            target_rate,
             groups_moved: plan.moved_groups() as u64,
             keys_moved: 0,
             requests_moved: 0,
@@ -173,7 +167,7 @@ impl Simulation<'_> {
     /// another at the migration bandwidth; requests for a peer the plan does not name travel
     /// as ordinary forwards.
     fn send_parts(&mut self, w: usize, mut outgoing: Vec<(u32, Vec<Req>)>) {
-        let per_group = self.cfg.state_keys / u64::from(self.cfg.key_groups);
+        let (state_keys, key_groups) = (self.cfg.state_keys, u64::from(self.cfg.key_groups));
         let bandwidth = self.cfg.bandwidth_bytes_per_us;
         let delay = us_to_ns(self.cfg.remote_delay_us);
         let m = self.migration.as_mut().expect("migrating");
@@ -186,7 +180,7 @@ impl Simulation<'_> {
                 None => Vec::new(),
             };
             let groups: u64 = t.groups.iter().map(|g| g.groups.len() as u64).sum();
-            let keys = groups * per_group;
+            let keys = groups * state_keys / key_groups;
             let bytes =
                 keys * self.cfg.bytes_per_key + requests.len() as u64 * self.cfg.request_bytes;
             ready += us_to_ns(bytes as f64 / bandwidth);

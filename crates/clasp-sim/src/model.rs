@@ -138,7 +138,8 @@ fn op_model(p: &Pipeline, stats: &ObservedStats, cfg: &SimConfig, o: OperatorId)
     let exec_us = observed
         .map(|s| s.exec_time_us)
         .filter(|t| t.is_finite() && *t >= 0.0)
-        .unwrap_or(cfg.default_exec_us);
+        .unwrap_or(cfg.default_exec_us)
+        + if op.stateful { cfg.remote_state_us } else { 0.0 };
     let processed = observed.map_or(0.0, |s| s.processed_rate);
     let edges = p
         .outputs(o)
@@ -198,6 +199,9 @@ mod tests {
         assert!(m.ops[1].edges.is_empty() && m.ops[1].keyed && !m.ops[0].keyed);
         assert_eq!(m.requests_per_input(), vec![1.0, 10.0]);
         assert!((m.work_per_input() - 11.0 * 400.0).abs() < 1e-9);
+        let remote = SimConfig { remote_state_us: 1000.0, ..SimConfig::default() };
+        let m = Model::from_spec(&p, &remote);
+        assert_eq!((m.ops[0].exec_us, m.ops[1].exec_us), (400.0, 1400.0));
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub struct ScalingEvent {
 impl ScalingEvent {
     /// The reason's name.
     pub fn reason_name(r: Reason) -> String {
-        r.name().to_owned()
+        r.as_str().to_owned()
     }
 }
 
@@ -136,8 +136,11 @@ pub struct SimSummary {
     pub scaling_events: Vec<ScalingEvent>,
     /// One row per statistics interval of the whole run.
     pub timeline: Vec<IntervalRow>,
-    /// The estimator's coefficients at the end (elastic runs).
+    /// The estimator's coefficients at the end (elastic runs, or a run with an estimator).
     pub coefficients: Option<Coefficients>,
+    /// Saturated observations that updated the estimator's α, β, γ.
+    #[serde(default)]
+    pub estimator_updates: u64,
     /// Statistics of the last window, in the `clasp.stats/1` schema.
     pub stats: ObservedStats,
     /// The placement in force at the end.

@@ -4,7 +4,10 @@
 use clasp_core::Pipeline;
 use clasp_core::pattern::RatePattern;
 use clasp_plan::Policy;
-use clasp_sim::experiments::{Setup, end_to_end, placement, scaling, worker_count};
+use clasp_sim::experiments::migration::{MigrationSetup, StateSize};
+use clasp_sim::experiments::{
+    Setup, coefficients, end_to_end, migration, placement, scaling, state_locality, worker_count,
+};
 use clasp_sim::{ControllerConfig, Deployment, SimConfig, Simulation};
 use std::path::Path;
 
@@ -77,6 +80,44 @@ fn end_to_end_runs_every_policy_on_both_patterns() {
     }
 }
 
+#[test]
+fn remote_state_costs_throughput_where_state_is_touched() {
+    let apps = [pipeline("wc.toml"), pipeline("syn.toml")];
+    let rows = state_locality::run(&apps, &Setup::quick(5), 1_000.0).unwrap();
+    println!("\nstate locality (quick): {rows:#?}");
+    assert_eq!(rows.len(), 1, "SYN has no state");
+    let wc = &rows[0];
+    assert!(wc.state_share > 0.9 && wc.ratio > 2.0 && wc.local > wc.remote, "{wc:?}");
+}
+
+#[test]
+fn migrations_take_every_transition_once() {
+    let m = MigrationSetup { load: 0.5, fill_s: 2.0, gap_s: 1.0 };
+    let state = StateSize { keys: 40_000, bytes_per_key: 64 };
+    let rows = migration::run(&[(pipeline("wc.toml"), state)], &Setup::quick(6), &m).unwrap();
+    println!("\nmigration (quick): {rows:#?}");
+    let pairs: Vec<(u32, u32)> = rows.iter().map(|r| (r.from, r.to)).collect();
+    assert_eq!(pairs, [(1, 5), (5, 10), (10, 5), (5, 1), (1, 10), (10, 1)]);
+    for r in &rows {
+        assert!(r.planner_ms >= r.worker_ms && r.worker_ms > 0.0 && r.keys_moved > 0, "{r:?}");
+    }
+}
+
+#[test]
+fn the_estimator_learns_the_simulated_costs() {
+    let est = coefficients::initial_estimator();
+    let setup =
+        Setup { sim: SimConfig { max_workers: 4, ..Setup::quick(7).sim }, ..Setup::quick(7) };
+    let rows = coefficients::run(&[pipeline("syn.toml")], &setup, &est).unwrap();
+    println!("\ncoefficients (quick): {rows:#?}");
+    assert_eq!(rows.len(), 4);
+    assert_eq!(rows[0].updates, 0, "one worker: nothing remote, nothing identifiable");
+    let last = &rows[3];
+    assert!(last.updates > 0, "{last:?}");
+    // From β = 1,000 towards the true 275.
+    assert!(last.beta < 1_000.0, "{last:?}");
+}
+
 /// Runs SYN under a burst with the CLASP controller, then long enough to drain.
 fn elastic(seed: u64) -> clasp_sim::SimSummary {
     let p = pipeline("syn.toml");
@@ -87,7 +128,7 @@ fn elastic(seed: u64) -> clasp_sim::SimSummary {
         seed,
         ..SimConfig::default()
     };
-    let controller = ControllerConfig { warmup_requests: 1_000, ..ControllerConfig::default() };
+    let controller = ControllerConfig::default().with_warmup(1_000);
     Simulation::from_spec(&p, cfg, pattern, Deployment::Elastic(Box::new(controller)))
         .unwrap()
         .run()

@@ -20,8 +20,6 @@ enum Command {
     Planner(cmd::run::Args),
     /// Run a worker that joins a planner.
     Worker(cmd::worker::Args),
-    /// Run an experiment (the paper's figures, this runtime's costs).
-    Bench(cmd::bench::Args),
     /// Validate a pipeline spec and describe it.
     Check(cmd::check::Args),
     /// Plan workers, placement and parallelism for a pipeline at an input rate.
@@ -34,6 +32,8 @@ enum Command {
     Sim(cmd::sim::Args),
     /// Run a pipeline cut between edge devices and the cloud: a device, the cloud, or both.
     Edge(Box<cmd::edge::Args>),
+    /// Run one of the CLASP paper's experiments: CSV, PNG and markdown into one directory.
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -49,13 +49,13 @@ fn main() -> std::process::ExitCode {
         Command::Run(args) => cmd::run::run(&args),
         Command::Planner(args) => cmd::run::run_planner(&args),
         Command::Worker(args) => cmd::worker::run(&args),
-        Command::Bench(args) => cmd::bench::run(&args),
         Command::Check(args) => cmd::check::run(&args),
         Command::Plan(args) => cmd::plan::run(&args),
         Command::Cut(args) => cmd::cut::run(&args),
         Command::Gen(args) => cmd::r#gen::run(&args),
         Command::Sim(args) => cmd::sim::run(&args),
         Command::Edge(args) => cmd::edge::run(&args),
+        Command::Bench(args) => cmd::bench::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -4,17 +4,25 @@
 //! | function | paper | what |
 //! |---|---|---|
 //! | [`scaling::run`] | Fig. 2–3 | max throughput and p95 latency at 1, 5, 10 workers |
+//! | [`state_locality::run`] | Fig. 4 | throughput with local vs remote state access |
+//! | [`migration::run`] | Fig. 8 | planner and worker durations of 1↔5, 5↔10, 1↔10 |
+//! | [`coefficients::run`] | Fig. 9 | the α, β, γ the estimator converges to, 1–10 workers |
 //! | [`placement::run`] | Fig. 10 | unthrottled throughput on 10 workers per policy |
 //! | [`worker_count::run`] | Fig. 11–13 | predicted vs observed optimal worker counts |
 //! | [`end_to_end::run`] | Fig. 14 | burst and gradual inputs under each policy |
+//! | [`validation`] | — | the simulator against Erlang C, Pollaczek–Khinchine, Little's law |
 //!
 //! Each takes the applications (pipelines), an [`Setup`] (the simulated cluster, run lengths,
 //! seed) and, where it compares policies, the policies. [`Setup::paper`] is the paper's scale;
 //! [`Setup::quick`] shortens every run for a check that finishes in seconds.
 
+pub mod coefficients;
 pub mod end_to_end;
+pub mod migration;
 pub mod placement;
 pub mod scaling;
+pub mod state_locality;
+pub mod validation;
 pub mod worker_count;
 
 use crate::config::SimConfig;
@@ -154,8 +162,7 @@ pub fn run_elastic(
     let cfg = SimConfig { duration_s, warmup_s: 0.0, ..setup.sim.clone() };
     let controller = ControllerConfig {
         plan: plan_config(&setup.sim, setup.sim.max_workers),
-        warmup_requests,
-        ..ControllerConfig::with_policy(policy)
+        ..ControllerConfig::with_policy(policy).with_warmup(warmup_requests)
     };
     Ok(Simulation::from_spec(p, cfg, pattern, Deployment::Elastic(Box::new(controller)))?.run())
 }

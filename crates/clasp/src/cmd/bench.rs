@@ -1,72 +1,86 @@
-//! `clasp bench <experiment>`: regenerate a figure, on the simulator or the real runtime.
+//! `clasp bench <experiment>`: runs one of the CLASP paper's experiments on the real runtime
+//! or on the simulator and writes its CSV tables, PNG charts and markdown report into one
+//! directory; the markdown goes to stdout, the paths written and the progress to stderr.
+//! Every argument and setting is checked before anything runs.
 
-use anyhow::{Result, anyhow};
-use clasp_bench::{Engine, Options};
+use anyhow::{Context, Result};
+use clasp_bench::report::Output;
+use clasp_bench::{BenchError, Engine, Options, check_experiment};
 use std::path::PathBuf;
 
 /// Arguments of `clasp bench`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The experiment: dispatch, wc, edge (the edge/cloud cut over emulated WAN links,
-    /// `--set wan=auto|netns|user-space`).
+    /// The experiment: scaling, state-locality, migration, coefficients, placement,
+    /// worker-count, end-to-end, validate; on the runtime also dispatch and wc; edge (the
+    /// edge/cloud cut over emulated WAN links, `--set wan=auto|netns|user-space`).
     pub experiment: String,
-    /// sim or runtime.
+    /// Where it runs: runtime (the real runtime on this machine, reduced scale) or sim (the
+    /// discrete-event simulator, paper scale).
     #[arg(long, default_value = "runtime")]
     pub engine: Engine,
-    /// Output directory (default out/bench/<experiment>/<engine>).
-    #[arg(long)]
+    /// Output directory (default: out/bench/<experiment>/<engine>).
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Seed.
+    /// Seed of every random choice.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// A reduced version that finishes in under a minute.
     #[arg(long)]
     pub quick: bool,
-    /// Experiment settings `KEY=VALUE`.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    /// An experiment setting, KEY=VALUE (repeatable; see docs/bench.md).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Options::parse_setting)]
+    pub settings: Vec<(String, String)>,
 }
 
 /// Runs `clasp bench`.
 pub fn run(args: &Args) -> Result<()> {
-    let settings = args
-        .set
-        .iter()
-        .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .ok_or_else(|| anyhow!("--set `{kv}`: expected KEY=VALUE"))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("out/bench/{}/{}", args.experiment, args.engine)));
-    let o = Options {
+    if args.experiment == "edge" {
+        let out = args.out.clone().unwrap_or_else(|| PathBuf::from("out/bench/edge"));
+        return super::edge::bench(args.quick, &out, args.seed, &args.settings);
+    }
+    check_experiment(&args.experiment)?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("out/bench").join(&args.experiment).join(args.engine.to_string())
+    });
+    let opts = Options {
         engine: args.engine,
         quick: args.quick,
         seed: args.seed,
         out: out.clone(),
-        settings,
+        settings: args.settings.clone(),
     };
-    if args.experiment == "edge" {
-        return super::edge::bench(args.quick, &out, args.seed, &o.settings);
-    }
-    let report = match (args.experiment.as_str(), args.engine) {
-        ("dispatch", Engine::Runtime) => clasp_bench::runtime::dispatch::run(&o)?,
-        ("wc", Engine::Runtime) => clasp_bench::runtime::wc::run(&o)?,
-        ("migration", Engine::Runtime) => clasp_bench::runtime::migration::run(&o)?,
-        ("coefficients", Engine::Runtime) => clasp_bench::runtime::coefficients::run(&o)?,
-        ("end-to-end", Engine::Runtime) => clasp_bench::runtime::end_to_end::run(&o)?,
-        (name, engine) => {
-            return Err(anyhow!(
-                "unknown experiment `{name}` on engine {engine}; valid: dispatch, wc (runtime), edge"
-            ));
+    let output = match args.engine {
+        Engine::Sim => {
+            let ctx = clasp_bench::sim::Ctx::new(&args.experiment, &opts)?;
+            clasp_bench::sim::run_ctx(&args.experiment, &ctx)?
         }
+        Engine::Runtime => runtime(&args.experiment, &opts)?,
     };
-    for path in report.write(&out, &args.experiment)? {
+    let written = output
+        .write(&out, &args.experiment)
+        .with_context(|| format!("writing the results of `{}`", args.experiment))?;
+    print!("{}", output.markdown());
+    for path in written {
         eprintln!("wrote {path}");
     }
-    print!("{}", report.markdown());
     Ok(())
+}
+
+/// Runs `experiment` on the real runtime (`clasp_bench::runtime::<experiment>`).
+fn runtime(experiment: &str, opts: &Options) -> Result<Output, BenchError> {
+    use clasp_bench::runtime as rt;
+    let report = match experiment {
+        "dispatch" => rt::dispatch::run(opts)?,
+        "wc" => rt::wc::run(opts)?,
+        "migration" => rt::migration::run(opts)?,
+        "coefficients" => rt::coefficients::run(opts)?,
+        "end-to-end" => rt::end_to_end::run(opts)?,
+        other => {
+            return Err(BenchError::Config(format!(
+                "`{other}` is not available on the runtime engine yet; use --engine sim"
+            )));
+        }
+    };
+    Ok(report.into())
 }
