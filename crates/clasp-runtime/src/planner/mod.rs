@@ -151,6 +151,8 @@ struct WorkerSlot {
     pid: u32,
     peers: Vec<WorkerId>,
     left: bool,
+    /// Distinguishes a worker from an earlier one with the same id (scale in, then out).
+    generation: u64,
 }
 
 /// Where sink records go.
@@ -785,10 +787,11 @@ impl Planner {
 
     /// Stops worker `w` (it must hold no state and no placement).
     pub fn retire(&mut self, w: WorkerId) {
-        self.shared.send(w, Message::Shutdown);
+        // Marked first: the worker may close its connection as soon as it reads Shutdown.
         if let Some(Some(s)) = lock(&self.shared.workers).get_mut(w.index()) {
             s.left = true;
         }
+        self.shared.send(w, Message::Shutdown);
         for other in self.workers() {
             self.shared.send(other, Message::PeerLeft(w));
         }
@@ -824,7 +827,7 @@ fn spawn_acceptor(shared: Arc<Shared>, listener: TcpListener) {
 /// Admits a joining worker: assigns its id, welcomes it, introduces it to the others.
 fn register(shared: &Arc<Shared>, hello: Hello, stream: TcpStream, reader: wire::FrameReader) {
     let (link, rx) = Link::pending();
-    let (id, peers) = {
+    let (id, peers, generation) = {
         let mut ws = lock(&shared.workers);
         let free = |i: usize| ws.get(i).is_none_or(|s| s.as_ref().is_none_or(|s| s.left));
         let id = match hello.worker {
@@ -846,12 +849,14 @@ fn register(shared: &Arc<Shared>, hello: Hello, stream: TcpStream, reader: wire:
         if ws.len() <= id {
             ws.resize_with(id + 1, || None);
         }
+        let generation = GENERATION.fetch_add(1, Ordering::Relaxed);
         ws[id] = Some(WorkerSlot {
             link: link.clone(),
             addr: hello.listen.clone(),
             pid: hello.pid,
             peers: Vec::new(),
             left: false,
+            generation,
         });
         let id = WorkerId::from(id);
         // Queued before the lock is released: once the slot is visible, other threads send to
@@ -865,7 +870,7 @@ fn register(shared: &Arc<Shared>, hello: Hello, stream: TcpStream, reader: wire:
             routing: Some(shared.routing().plan().clone()),
         };
         link.send(Message::Welcome(Box::new(welcome)));
-        (id, peers)
+        (id, peers, generation)
     };
     let Ok(send_stream) = stream.try_clone() else { return };
     net::spawn_sender(
@@ -878,7 +883,7 @@ fn register(shared: &Arc<Shared>, hello: Hello, stream: TcpStream, reader: wire:
     for (w, _) in &peers {
         shared.send(*w, Message::PeerJoined { worker: id, addr: hello.listen.clone() });
     }
-    spawn_worker_receiver(shared.clone(), id, stream, reader);
+    spawn_worker_receiver(shared.clone(), id, generation, stream, reader);
     let _ = shared.events.send(Event::Joined(id));
     if peers.is_empty() {
         let _ = shared.events.send(Event::Mesh(id, Vec::new()));
@@ -892,9 +897,14 @@ fn reject(mut stream: TcpStream, reason: &str) {
     let _ = stream.write_all(&buf);
 }
 
+/// Numbers worker connections, so a closing connection is not taken for a newer worker that
+/// reused its id.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
 fn spawn_worker_receiver(
     shared: Arc<Shared>,
     id: WorkerId,
+    generation: u64,
     stream: TcpStream,
     reader: wire::FrameReader,
 ) {
@@ -942,7 +952,7 @@ fn spawn_worker_receiver(
             let left = lock(&closing.workers)
                 .get(id.index())
                 .and_then(Option::as_ref)
-                .is_none_or(|s| s.left);
+                .is_none_or(|s| s.left || s.generation != generation);
             if closing.stopping.load(Ordering::Acquire) || left {
                 return;
             }
