@@ -20,9 +20,12 @@ pub struct OpCounters {
     pub records: AtomicU64,
     /// Records emitted.
     pub emitted: AtomicU64,
-    /// Execution time (ns).
+    /// Requests whose execution and queue wait were timed (all large ones, a sample of
+    /// small ones).
+    pub timed: AtomicU64,
+    /// Execution time of the timed requests (ns).
     pub exec_ns: AtomicU64,
-    /// Time the requests waited in the queue (ns).
+    /// Time the timed requests waited in the queue (ns).
     pub wait_ns: AtomicU64,
     /// Executions that touched keyed state.
     pub touched: AtomicU64,

@@ -61,6 +61,7 @@ fn measure(
     workers: u32,
     inputs: usize,
     batch: u32,
+    slots: u32,
 ) -> Result<(Duration, Duration, u64, u64), BenchError> {
     let lines: Arc<Vec<Vec<u8>>> =
         Arc::new((0..inputs).map(|i| format!("r{i}").into_bytes()).collect());
@@ -74,7 +75,7 @@ fn measure(
         Box::new(DiscardSink),
         worker_processes()?,
         workers as usize,
-        2,
+        slots,
     )
     .map_err(|e| err(&e))?;
     let placement = alternating(p, workers);
@@ -98,6 +99,7 @@ fn measure(
 /// Runs the experiment.
 pub fn run(o: &Options) -> Result<Report, BenchError> {
     let inputs = super::number(o, "inputs", if o.quick { 50_000.0 } else { 300_000.0 })? as usize;
+    let slots = super::number(o, "slots", 1.0)? as u32;
     let short = pipeline_from(&syn_chain(1), "syn1")?;
     let long = pipeline_from(&syn_chain(10), "syn10")?;
     let mut t = Table::new(
@@ -112,7 +114,7 @@ pub fn run(o: &Options) -> Result<Report, BenchError> {
             "wall (s)",
         ],
     );
-    let (base_cpu, base_wall, _, _) = measure(&short, 1, inputs, 1)?;
+    let (base_cpu, base_wall, _, _) = measure(&short, 1, inputs, 1, slots)?;
     t.row(vec![
         "SYN-1 (no chained requests)".into(),
         "1".into(),
@@ -124,7 +126,7 @@ pub fn run(o: &Options) -> Result<Report, BenchError> {
     ]);
     let mut per_request = Vec::new();
     for (case, workers) in [("SYN-10, all local (alpha)", 1), ("SYN-10, all remote (beta)", 2)] {
-        let (cpu, wall, local, remote) = measure(&long, workers, inputs, 1)?;
+        let (cpu, wall, local, remote) = measure(&long, workers, inputs, 1, slots)?;
         let chained = (local + remote).max(1);
         let ns = (cpu.as_secs_f64() - base_cpu.as_secs_f64()).max(0.0) * 1e9 / chained as f64;
         per_request.push(ns);
@@ -156,7 +158,7 @@ pub fn run(o: &Options) -> Result<Report, BenchError> {
     Ok(Report {
         title: "Dispatch costs on this runtime (alpha, beta)".into(),
         setup: vec![
-            format!("engine runtime; {inputs} inputs of one record each; worker processes with 2 executor slots; loopback TCP"),
+            format!("engine runtime; {inputs} inputs of one record each; worker processes with {slots} executor slot(s); loopback TCP"),
             "CPU per chained request = (worker CPU of SYN-10 - worker CPU of SYN-1) / chained requests; it includes running the no-op request it causes".into(),
         ],
         tables: vec![t, summary],

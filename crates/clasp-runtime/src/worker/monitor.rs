@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 /// Running totals, to turn counters into per-interval deltas.
 #[derive(Default)]
 struct Totals {
-    ops: Vec<[u64; 6]>,
+    ops: Vec<[u64; 7]>,
     edges: Vec<u64>,
     local: u64,
     remote: u64,
@@ -21,7 +21,7 @@ struct Totals {
 fn totals(shared: &WorkerShared) -> Totals {
     let n_ops = shared.pipeline.operators.len();
     let mut t = Totals {
-        ops: vec![[0; 6]; n_ops],
+        ops: vec![[0; 7]; n_ops],
         edges: vec![0; shared.pipeline.streams.len()],
         ..Totals::default()
     };
@@ -107,12 +107,14 @@ fn build(
     let ops: Vec<OpReport> = (0..now.ops.len())
         .map(|o| {
             let d = |i: usize| now.ops[o][i] - prev.ops[o][i];
+            // Totals over every request, from the timed sample's means.
+            let per_request = |ns: u64| if d(6) == 0 { 0.0 } else { ns as f64 / d(6) as f64 };
             OpReport {
                 processed: d(0),
                 records: d(1),
                 emitted: d(2),
-                exec_us: d(3) as f64 / 1e3,
-                wait_us: d(4) as f64 / 1e3,
+                exec_us: per_request(d(3)) * d(0) as f64 / 1e3,
+                wait_us: per_request(d(4)) * d(0) as f64 / 1e3,
                 touched: d(5),
                 state_keys: if shared.pipeline.operators[o].stateful {
                     shared.stores[o].key_count() as u64

@@ -2,24 +2,27 @@
 //!
 //! Requests wait in one queue per operator. An idle executor takes the oldest request among the
 //! operators that have fewer running executions than their instance limit (the parallelism the
-//! plan gives this worker), so one operator cannot take every slot. Migration pauses the
-//! queue, waits for running executions, and takes the queued requests out.
+//! plan gives this worker), so one operator cannot take every slot. An executor that produced
+//! a chained request for its own worker runs it next itself when the operator has a free
+//! instance, without touching the queue or its lock (work-first: chains run depth-first).
+//! Migration pauses the queue, waits for running executions, and takes the queued requests out.
 
 use crate::request::Request;
 use clasp_core::OperatorId;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+
+/// A counter alone on its cache line.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Padded(AtomicU32);
 
 #[derive(Debug)]
 struct Inner {
     queues: Vec<VecDeque<Request>>,
-    running: Vec<u32>,
-    limits: Vec<u32>,
     queued: usize,
-    running_total: u32,
-    paused: bool,
     shutdown: bool,
     idle_executors: u32,
 }
@@ -34,6 +37,15 @@ pub struct Scheduler {
     inner: Mutex<Inner>,
     work: Condvar,
     drained: Condvar,
+    /// Executions running per operator, each on its own cache line (executors running
+    /// different operators do not contend); reserved with a compare-and-swap against `limits`.
+    running: Box<[Padded]>,
+    /// Requests queued per operator (kept under the lock, read without it): a chained request
+    /// may skip the queue only when none of its operator's requests is waiting, so every
+    /// operator still runs its requests in arrival order.
+    waiting: Box<[Padded]>,
+    limits: Box<[AtomicU32]>,
+    paused: AtomicBool,
     cores: u32,
     on_cpu: AtomicU32,
 }
@@ -60,19 +72,23 @@ impl Scheduler {
         Self {
             inner: Mutex::new(Inner {
                 queues: (0..ops).map(|_| VecDeque::new()).collect(),
-                running: vec![0; ops],
-                limits,
                 queued: 0,
-                running_total: 0,
-                paused: false,
                 shutdown: false,
                 idle_executors: 0,
             }),
             work: Condvar::new(),
             drained: Condvar::new(),
+            running: (0..ops).map(|_| Padded::default()).collect(),
+            waiting: (0..ops).map(|_| Padded::default()).collect(),
+            limits: limits.into_iter().map(AtomicU32::new).collect(),
+            paused: AtomicBool::new(false),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
             on_cpu: AtomicU32::new(0),
         }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// How many idle executors to wake for `queued` runnable requests.
@@ -91,17 +107,40 @@ impl Scheduler {
         self.on_cpu.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Takes an instance of `op` if one is free.
+    fn try_reserve(&self, op: usize) -> bool {
+        let limit = self.limits[op].load(Ordering::Relaxed).max(1);
+        self.running[op]
+            .0
+            .fetch_update(Ordering::SeqCst, Ordering::Relaxed, |r| (r < limit).then_some(r + 1))
+            .is_ok()
+    }
+
+    /// Executions running over all operators.
+    fn running_total(&self) -> u32 {
+        self.running.iter().map(|r| r.0.load(Ordering::SeqCst)).sum()
+    }
+
+    /// Gives back an instance of `op`; wakes a pause waiting for the last execution.
+    fn release(&self, op: usize) {
+        self.running[op].0.fetch_sub(1, Ordering::SeqCst);
+        if self.paused.load(Ordering::SeqCst) && self.running_total() == 0 {
+            let _g = self.lock();
+            self.drained.notify_all();
+        }
     }
 
     /// Enqueues requests (stamping their arrival) and wakes executors for them.
     pub fn push_many(&self, reqs: impl IntoIterator<Item = Request>) {
-        let now = Instant::now();
+        self.push_stamped(reqs, Instant::now());
+    }
+
+    fn push_stamped(&self, reqs: impl IntoIterator<Item = Request>, now: Instant) {
         let mut g = self.lock();
         let mut n = 0;
         for mut r in reqs {
             r.enqueued = Some(now);
+            self.waiting[r.op.index()].0.fetch_add(1, Ordering::Relaxed);
             g.queues[r.op.index()].push_back(r);
             n += 1;
         }
@@ -121,6 +160,7 @@ impl Scheduler {
         let n = reqs.len();
         for mut r in reqs.into_iter().rev() {
             r.enqueued = Some(now);
+            self.waiting[r.op.index()].0.fetch_add(1, Ordering::Relaxed);
             g.queues[r.op.index()].push_front(r);
         }
         g.queued += n;
@@ -135,9 +175,8 @@ impl Scheduler {
     }
 
     /// Ends the caller's execution of `finished` (if any), queues the local chained requests
-    /// it caused (arrived at `now`), and picks the caller's next request — all under one lock.
-    /// The caller takes one request itself, so a single chained request wakes no other
-    /// executor (work-first: a chain runs depth-first on the executor that produced it).
+    /// it caused (arrived at `now`), and picks the caller's next request. When the last of
+    /// those chained requests can run at once, the caller takes it without the queue's lock.
     pub fn next_after(
         &self,
         finished: Option<OperatorId>,
@@ -145,19 +184,26 @@ impl Scheduler {
         now: Instant,
         mut before_sleep: impl FnMut(),
     ) -> Next {
-        let mut g = self.lock();
         if let Some(op) = finished {
-            g.running[op.index()] -= 1;
-            g.running_total -= 1;
-            self.on_cpu.fetch_sub(1, Ordering::Relaxed);
-            if g.paused && g.running_total == 0 {
-                self.drained.notify_all();
-            }
+            self.release(op.index());
         }
+        if let Some(mut request) = self.take_own(children) {
+            // The executor stays on its CPU: `on_cpu` is unchanged.
+            request.enqueued = Some(now);
+            if !children.is_empty() {
+                self.push_stamped(children.drain(..), now);
+            }
+            return Next::Run { request, slept: false };
+        }
+        if finished.is_some() {
+            self.on_cpu.fetch_sub(1, Ordering::Relaxed);
+        }
+        let mut g = self.lock();
         if !children.is_empty() {
             g.queued += children.len();
             for mut r in children.drain(..) {
                 r.enqueued = Some(now);
+                self.waiting[r.op.index()].0.fetch_add(1, Ordering::Relaxed);
                 g.queues[r.op.index()].push_back(r);
             }
         }
@@ -167,13 +213,12 @@ impl Scheduler {
             if g.shutdown {
                 return Next::Shutdown;
             }
-            if !g.paused
-                && let Some(op) = pick(&g)
+            if !self.paused.load(Ordering::SeqCst)
+                && let Some(op) = self.pick(&g)
             {
                 let request = g.queues[op].pop_front().expect("picked a non-empty queue");
+                self.waiting[op].0.fetch_sub(1, Ordering::Relaxed);
                 g.queued -= 1;
-                g.running[op] += 1;
-                g.running_total += 1;
                 self.on_cpu.fetch_add(1, Ordering::Relaxed);
                 let wake = self.wakes(g.idle_executors, g.queued);
                 drop(g);
@@ -197,22 +242,60 @@ impl Scheduler {
         }
     }
 
+    /// The last of `children`, if its operator has a free instance and the queue is not
+    /// paused (checked again after reserving, so a starting pause waits for it or wins).
+    fn take_own(&self, children: &mut Vec<Request>) -> Option<Request> {
+        let op = children.last()?.op.index();
+        // Earlier chained requests in `children` for the same operator would be overtaken.
+        let alone = children[..children.len() - 1].iter().all(|c| c.op.index() != op);
+        if !alone
+            || self.waiting[op].0.load(Ordering::Acquire) > 0
+            || self.paused.load(Ordering::SeqCst)
+            || !self.try_reserve(op)
+        {
+            return None;
+        }
+        if self.paused.load(Ordering::SeqCst) {
+            self.release(op);
+            return None;
+        }
+        children.pop()
+    }
+
+    /// The operator whose oldest request is oldest among those with a free instance; the
+    /// instance is reserved.
+    fn pick(&self, g: &Inner) -> Option<usize> {
+        loop {
+            let mut best: Option<(usize, Instant)> = None;
+            for (op, q) in g.queues.iter().enumerate() {
+                let Some(head) = q.front() else { continue };
+                let limit = self.limits[op].load(Ordering::Relaxed).max(1);
+                if self.running[op].0.load(Ordering::Relaxed) >= limit {
+                    continue;
+                }
+                let t = head.enqueued.unwrap_or_else(Instant::now);
+                if best.is_none_or(|(_, bt)| t < bt) {
+                    best = Some((op, t));
+                }
+            }
+            let (op, _) = best?;
+            if self.try_reserve(op) {
+                return Some(op);
+            }
+        }
+    }
+
     /// Marks an execution of `op` finished without picking another (a stopping executor).
     pub fn done(&self, op: OperatorId) {
-        let mut g = self.lock();
-        g.running[op.index()] -= 1;
-        g.running_total -= 1;
         self.on_cpu.fetch_sub(1, Ordering::Relaxed);
-        if g.paused && g.running_total == 0 {
-            self.drained.notify_all();
-        }
+        self.release(op.index());
     }
 
     /// Stops handing out requests and waits until running executions finish.
     pub fn pause_and_drain(&self) {
+        self.paused.store(true, Ordering::SeqCst);
         let mut g = self.lock();
-        g.paused = true;
-        while g.running_total > 0 {
+        while self.running_total() > 0 {
             g = self.drained.wait(g).unwrap_or_else(PoisonError::into_inner);
         }
     }
@@ -221,14 +304,17 @@ impl Scheduler {
     pub fn take_all(&self) -> Vec<Request> {
         let mut g = self.lock();
         g.queued = 0;
+        self.waiting.iter().for_each(|w| w.0.store(0, Ordering::Relaxed));
         g.queues.iter_mut().flat_map(|q| q.drain(..)).collect()
     }
 
     /// Sets new instance limits and resumes.
     pub fn resume(&self, limits: Vec<u32>) {
-        let mut g = self.lock();
-        g.limits = limits;
-        g.paused = false;
+        let g = self.lock();
+        for (cell, l) in self.limits.iter().zip(limits) {
+            cell.store(l, Ordering::Relaxed);
+        }
+        self.paused.store(false, Ordering::SeqCst);
         drop(g);
         self.work.notify_all();
     }
@@ -246,7 +332,7 @@ impl Scheduler {
     /// Queued and running requests.
     pub fn load(&self) -> (usize, u32) {
         let g = self.lock();
-        (g.queued, g.running_total)
+        (g.queued, self.running_total())
     }
 
     /// Stops every executor.
@@ -269,22 +355,6 @@ impl Scheduler {
     }
 }
 
-/// The operator whose oldest request is oldest among those below their instance limit.
-fn pick(g: &Inner) -> Option<usize> {
-    let mut best: Option<(usize, Instant)> = None;
-    for (op, q) in g.queues.iter().enumerate() {
-        let Some(head) = q.front() else { continue };
-        if g.running[op] >= g.limits[op].max(1) {
-            continue;
-        }
-        let t = head.enqueued.unwrap_or_else(Instant::now);
-        if best.is_none_or(|(_, bt)| t < bt) {
-            best = Some((op, t));
-        }
-    }
-    best.map(|(op, _)| op)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,24 +373,62 @@ mod tests {
         // Operator 0 is at its limit of 1: the next pick is operator 1 although 0 is older.
         let Next::Run { request: b, .. } = s.next(|| {}) else { panic!() };
         assert_eq!(b.op, OperatorId(1));
-        // Finishing 0 with a chained request for 1: the queued 0 is older and runs next.
+        // Finishing 0 with a chained request for 1 (one of 1's two instances is free): the
+        // executor runs its own chained request next (work-first), though a 0 is queued.
         let mut children = vec![req(1)];
         let Next::Run { request: c, .. } =
             s.next_after(Some(OperatorId(0)), &mut children, Instant::now(), || {})
         else {
             panic!()
         };
-        assert_eq!(c.op, OperatorId(0));
+        assert_eq!(c.op, OperatorId(1));
         assert!(children.is_empty());
+        // Without chained requests, the oldest queued request runs: the 0.
         let Next::Run { request: d, .. } =
-            s.next_after(Some(OperatorId(0)), &mut Vec::new(), Instant::now(), || {})
+            s.next_after(Some(OperatorId(1)), &mut Vec::new(), Instant::now(), || {})
         else {
             panic!()
         };
-        assert_eq!(d.op, OperatorId(1));
+        assert_eq!(d.op, OperatorId(0));
+        // Two chained requests for 1 while `b` still runs: the free instance takes one, the
+        // other is queued.
+        let mut children = vec![req(1), req(1)];
+        let Next::Run { request: e, .. } =
+            s.next_after(Some(OperatorId(0)), &mut children, Instant::now(), || {})
+        else {
+            panic!()
+        };
+        assert_eq!(e.op, OperatorId(1));
+        assert_eq!(s.load(), (1, 2));
         s.done(OperatorId(1));
         s.done(OperatorId(1));
+        assert_eq!(s.take_all().len(), 1);
         assert_eq!(s.load(), (0, 0));
+    }
+
+    #[test]
+    fn a_chained_request_never_overtakes_a_queued_one_of_its_operator() {
+        let s = Scheduler::new(vec![1, 1]);
+        let mut older = req(1);
+        older.chain = 7;
+        s.push_many([req(0), older]);
+        let Next::Run { request: a, .. } = s.next(|| {}) else { panic!() };
+        assert_eq!(a.op, OperatorId(0));
+        let mut newer = req(1);
+        newer.chain = 8;
+        let mut children = vec![newer];
+        let Next::Run { request: b, .. } =
+            s.next_after(Some(OperatorId(0)), &mut children, Instant::now(), || {})
+        else {
+            panic!()
+        };
+        assert_eq!((b.op, b.chain), (OperatorId(1), 7), "the queued request of operator 1 first");
+        let Next::Run { request: c, .. } =
+            s.next_after(Some(OperatorId(1)), &mut Vec::new(), Instant::now(), || {})
+        else {
+            panic!()
+        };
+        assert_eq!(c.chain, 8);
     }
 
     #[test]
