@@ -189,6 +189,16 @@ impl Scaler {
             }
         };
         let (from, to) = (self.placement.workers, decision.workers);
+        tracing::debug!(
+            "decision stats: input {:.0}/s, throughput {:.0}/s, operators {:?}",
+            stats.input_rate,
+            stats.throughput,
+            stats
+                .operators
+                .iter()
+                .map(|o| (o.name.as_str(), o.processed_rate.round(), o.exec_time_us.round()))
+                .collect::<Vec<_>>()
+        );
         tracing::info!(
             "t = {:.1} s: {} trigger, target {:.0} req/s -> {} decides {from} -> {to} workers (coefficients {:?}, observed throughput {:.0})",
             p.t,

@@ -38,6 +38,9 @@ fn split_and_count_on_different_workers_are_all_remote() {
     assert_eq!(s.local_requests, 0);
     assert_eq!(s.remote_requests, count.processed, "every count request crossed");
     assert_eq!(delta, [1, 0], "split's worker reaches one remote worker, count's none");
+    for op in &s.operators {
+        assert!(op.mean_exec_us > 0.0, "{} reports no execution time", op.name);
+    }
 }
 
 #[test]

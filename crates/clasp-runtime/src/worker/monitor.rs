@@ -27,8 +27,15 @@ fn totals(shared: &WorkerShared) -> Totals {
     };
     for c in &shared.counters {
         for (o, oc) in c.ops.iter().enumerate() {
-            let v =
-                [&oc.processed, &oc.records, &oc.emitted, &oc.exec_ns, &oc.wait_ns, &oc.touched];
+            let v = [
+                &oc.processed,
+                &oc.records,
+                &oc.emitted,
+                &oc.exec_ns,
+                &oc.wait_ns,
+                &oc.touched,
+                &oc.timed,
+            ];
             for (acc, x) in t.ops[o].iter_mut().zip(v) {
                 *acc += x.load(Ordering::Relaxed);
             }
