@@ -340,7 +340,7 @@ impl<'a, S: StateValue> StateAccess<'a, S> {
     pub fn get_mut(&mut self, r: Record<'_>) -> &mut S {
         let table = self.group(r.hash);
         let entry = table
-            .entry(r.hash, |e| *e.key == *r.key, |e| e.hash)
+            .entry(r.hash, |e| same_key(e.hash, &e.key, r.hash, r.key), |e| e.hash)
             .or_insert_with(|| Entry { hash: r.hash, key: r.key.into(), value: S::default() });
         &mut entry.into_mut().value
     }
