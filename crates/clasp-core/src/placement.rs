@@ -60,6 +60,30 @@ impl Placement {
         }
     }
 
+    /// Every operator split evenly over `workers` workers, `instances` instances on each.
+    pub fn even(p: &Pipeline, workers: u32, instances: u32) -> Self {
+        let workers = workers.max(1);
+        Self {
+            workers,
+            operators: p
+                .operators
+                .iter()
+                .map(|o| OperatorPlacement {
+                    operator: o.id,
+                    demand: 0.0,
+                    shares: (0..workers)
+                        .map(|w| Share {
+                            worker: WorkerId(w),
+                            share: 0.0,
+                            fraction: 1.0 / f64::from(workers),
+                            instances: instances.max(1),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
     /// σ_o(w).
     pub fn fraction(&self, op: OperatorId, worker: WorkerId) -> f64 {
         self.operators[op.index()]
@@ -203,5 +227,120 @@ impl MigrationPlan {
             .flat_map(|t| &t.groups)
             .map(|g| g.groups.len())
             .sum()
+    }
+}
+
+/// How one operator's requests are routed.
+#[derive(Clone, Debug, PartialEq)]
+enum Route {
+    /// Keyed: the owner of each key group.
+    Keyed(Vec<WorkerId>),
+    /// Stateless: workers and their cumulative fractions, for a weighted draw.
+    Shares { workers: Vec<WorkerId>, cumulative: Vec<f64> },
+}
+
+/// The routing tables of one placement and key assignment, shared by the runtime's scheduling
+/// engines and the simulator: a stateful operator's request goes to the owner of its key
+/// group; a stateless operator's to a worker drawn in proportion to its fractions σ_o(w).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RouteTable {
+    routes: Vec<Route>,
+    workers: u32,
+    /// `instances[op * workers + w]`: executor instances of `op` on `w` (0: not placed there).
+    instances: Vec<u32>,
+}
+
+impl RouteTable {
+    /// Tables for `placement` and `keys` of pipeline `p`.
+    pub fn new(p: &Pipeline, placement: &Placement, keys: &KeyAssignment) -> Self {
+        let n = placement.workers as usize;
+        let mut instances = vec![0; p.operators.len() * n];
+        let routes = p
+            .operators
+            .iter()
+            .map(|op| {
+                let shares = &placement.operators[op.id.index()].shares;
+                for s in shares.iter().filter(|s| s.worker.index() < n) {
+                    instances[op.id.index() * n + s.worker.index()] = s.instances.max(1);
+                }
+                match keys.owners.get(op.id.index()).filter(|o| !o.is_empty()) {
+                    Some(owners) if op.stateful => Route::Keyed(owners.clone()),
+                    _ => {
+                        let mut acc = 0.0;
+                        let cumulative = shares
+                            .iter()
+                            .map(|s| {
+                                acc += s.fraction;
+                                acc
+                            })
+                            .collect();
+                        Route::Shares {
+                            workers: shares.iter().map(|s| s.worker).collect(),
+                            cumulative,
+                        }
+                    }
+                }
+            })
+            .collect();
+        Self { routes, workers: placement.workers, instances }
+    }
+
+    /// Workers of the placement.
+    pub fn workers(&self) -> u32 {
+        self.workers
+    }
+
+    /// Whether `op` routes by key group.
+    #[inline]
+    pub fn keyed(&self, op: OperatorId) -> bool {
+        matches!(self.routes[op.index()], Route::Keyed(_))
+    }
+
+    /// The owner of key group `group` of keyed operator `op` (groups wrap around).
+    #[inline]
+    pub fn owner(&self, op: OperatorId, group: KeyGroup) -> WorkerId {
+        match &self.routes[op.index()] {
+            Route::Keyed(owners) => owners[group.index() % owners.len()],
+            Route::Shares { workers, .. } => workers[0],
+        }
+    }
+
+    /// A worker for one request of stateless operator `op`, drawn by share.
+    #[inline]
+    pub fn draw(&self, op: OperatorId, rng: &mut crate::rng::SplitMix64) -> WorkerId {
+        match &self.routes[op.index()] {
+            Route::Shares { workers, cumulative } => {
+                if workers.len() == 1 {
+                    return workers[0];
+                }
+                let x = rng.next_f64() * cumulative.last().copied().unwrap_or(1.0);
+                workers[cumulative.partition_point(|c| *c <= x).min(workers.len() - 1)]
+            }
+            Route::Keyed(owners) => owners[0],
+        }
+    }
+
+    /// Executor instances of `op` on `w` (0 when it does not run there).
+    #[inline]
+    pub fn instances(&self, op: OperatorId, w: WorkerId) -> u32 {
+        if w.0 < self.workers {
+            self.instances[op.index() * self.workers as usize + w.index()]
+        } else {
+            0
+        }
+    }
+
+    /// Whether `w` runs `op`.
+    #[inline]
+    pub fn hosts(&self, op: OperatorId, w: WorkerId) -> bool {
+        self.instances(op, w) > 0
+    }
+
+    /// Key groups of `op` owned by `w`.
+    pub fn groups_of(&self, op: OperatorId, w: WorkerId) -> usize {
+        match &self.routes[op.index()] {
+            Route::Keyed(owners) => owners.iter().filter(|&&o| o == w).count(),
+            Route::Shares { .. } => 0,
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::planner::{Planner, PlannerConfig, PlannerError, SinkOutput};
 use crate::worker::{self, WorkerError, WorkerOptions};
-use clasp_core::placement::{KeyAssignment, OperatorPlacement, Placement, Share};
+use clasp_core::placement::{KeyAssignment, Placement};
 use clasp_core::{Pipeline, Registry, WorkerId};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -238,27 +238,7 @@ fn join(id: WorkerId, h: Handle) -> Result<(), ClusterError> {
 /// Every operator on every one of `workers` workers with equal fractions, each worker's
 /// `slots` shared equally among the operators (the layout used when no plan is given).
 pub fn spread(p: &Pipeline, workers: u32, slots: u32) -> Placement {
-    let workers = workers.max(1);
-    let per_op = slots.div_ceil(p.operators.len().max(1) as u32).max(1);
-    Placement {
-        workers,
-        operators: p
-            .operators
-            .iter()
-            .map(|o| OperatorPlacement {
-                operator: o.id,
-                demand: 0.0,
-                shares: (0..workers)
-                    .map(|w| Share {
-                        worker: WorkerId(w),
-                        share: 0.0,
-                        fraction: 1.0 / f64::from(workers),
-                        instances: per_op,
-                    })
-                    .collect(),
-            })
-            .collect(),
-    }
+    Placement::even(p, workers, slots.div_ceil(p.operators.len().max(1) as u32))
 }
 
 /// Key groups of each stateful operator in contiguous ranges proportional to its fractions.

@@ -2,7 +2,7 @@
 //! that the scheduling engines of the planner and of every worker consult per record.
 
 use clasp_core::hash::key_group;
-use clasp_core::placement::{KeyAssignment, Placement};
+use clasp_core::placement::{KeyAssignment, Placement, RouteTable};
 use clasp_core::rng::SplitMix64;
 use clasp_core::{OperatorId, Pipeline, WorkerId};
 use serde::{Deserialize, Serialize};
@@ -18,14 +18,6 @@ pub struct RoutingPlan {
     pub keys: KeyAssignment,
 }
 
-#[derive(Clone, Debug)]
-enum Route {
-    /// Keyed operator: the owner of each key group.
-    Keyed(Vec<WorkerId>),
-    /// Stateless operator: workers and their cumulative fractions, for a weighted draw.
-    Shares { workers: Vec<WorkerId>, cumulative: Vec<f64> },
-}
-
 /// Routing tables of one epoch.
 #[derive(Clone, Debug)]
 pub struct Routing {
@@ -33,39 +25,15 @@ pub struct Routing {
     pub epoch: u64,
     /// Key groups per keyed operator.
     pub groups: u32,
-    routes: Vec<Route>,
+    table: RouteTable,
     plan: RoutingPlan,
 }
 
 impl Routing {
     /// Builds the tables of `plan` for pipeline `p`.
     pub fn new(p: &Pipeline, plan: RoutingPlan) -> Self {
-        let routes = p
-            .operators
-            .iter()
-            .map(|op| {
-                let owners = plan.keys.owners.get(op.id.index()).filter(|o| !o.is_empty());
-                match owners {
-                    Some(owners) if op.stateful => Route::Keyed(owners.clone()),
-                    _ => {
-                        let shares = &plan.placement.operators[op.id.index()].shares;
-                        let mut acc = 0.0;
-                        let cumulative = shares
-                            .iter()
-                            .map(|s| {
-                                acc += s.fraction;
-                                acc
-                            })
-                            .collect();
-                        Route::Shares {
-                            workers: shares.iter().map(|s| s.worker).collect(),
-                            cumulative,
-                        }
-                    }
-                }
-            })
-            .collect();
-        Self { epoch: plan.epoch, groups: plan.keys.groups, routes, plan }
+        let table = RouteTable::new(p, &plan.placement, &plan.keys);
+        Self { epoch: plan.epoch, groups: plan.keys.groups.max(1), table, plan }
     }
 
     /// The plan these tables were built from.
@@ -76,47 +44,34 @@ impl Routing {
     /// Whether `op` routes by key.
     #[inline]
     pub fn is_keyed(&self, op: OperatorId) -> bool {
-        matches!(self.routes[op.index()], Route::Keyed(_))
+        self.table.keyed(op)
     }
 
     /// The worker owning the key with hash `hash` of keyed operator `op`.
     #[inline]
     pub fn owner(&self, op: OperatorId, hash: u64) -> WorkerId {
-        match &self.routes[op.index()] {
-            Route::Keyed(owners) => owners[key_group(hash, owners.len() as u32).index()],
-            Route::Shares { workers, .. } => workers[0],
-        }
+        self.table.owner(op, key_group(hash, self.groups))
     }
 
     /// A worker for one request of stateless operator `op`, drawn by share; a keyed operator's
     /// requests are routed by [`Routing::owner`] instead.
     #[inline]
     pub fn draw(&self, op: OperatorId, rng: &mut SplitMix64) -> WorkerId {
-        match &self.routes[op.index()] {
-            Route::Shares { workers, cumulative } => {
-                if workers.len() == 1 {
-                    return workers[0];
-                }
-                let x = rng.next_f64() * cumulative.last().copied().unwrap_or(1.0);
-                let i = cumulative.partition_point(|c| *c <= x).min(workers.len() - 1);
-                workers[i]
-            }
-            Route::Keyed(owners) => owners[0],
-        }
+        self.table.draw(op, rng)
     }
 
     /// Whether `worker` runs `op` in this epoch.
     pub fn hosts(&self, op: OperatorId, worker: WorkerId) -> bool {
-        self.plan.placement.operators[op.index()].shares.iter().any(|s| s.worker == worker)
+        self.table.hosts(op, worker)
     }
 
     /// Executor instances of `op` on `worker`.
     pub fn instances(&self, op: OperatorId, worker: WorkerId) -> u32 {
-        self.plan.placement.instances(op, worker)
+        self.table.instances(op, worker)
     }
 
     /// Workers used by the placement.
     pub fn workers(&self) -> u32 {
-        self.plan.placement.workers
+        self.table.workers()
     }
 }

@@ -352,6 +352,7 @@ impl Controller {
             completed: &completed,
             planner_queue: queue,
             workers_used: current.workers,
+            batch_size: 1,
         };
         let mut stats = observe(p, &reports, &window);
         for (o, s) in stats.operators.iter_mut().enumerate() {

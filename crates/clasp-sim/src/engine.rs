@@ -664,6 +664,7 @@ impl<'p> Simulation<'p> {
                 touched: if m.keyed { o.processed } else { 0 },
                 state_keys,
                 dispatch_us: o.dispatch_us,
+                rejects: Vec::new(),
             })
             .collect();
         let mut report = WorkerReport {
@@ -800,6 +801,7 @@ impl<'p> Simulation<'p> {
             planner_queue: rows.iter().map(|r| r.planner_queue).sum::<f64>()
                 / rows.len().max(1) as f64,
             workers_used: self.routing.workers(),
+            batch_size: 1,
         };
         let mut stats = observe(self.p, &reports, &window);
         for (o, s) in stats.operators.iter_mut().enumerate() {

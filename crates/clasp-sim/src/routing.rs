@@ -4,17 +4,9 @@
 //! fractions σ_o(w).
 
 use crate::error::SimError;
-use clasp_core::placement::{KeyAssignment, Placement};
+use clasp_core::placement::{KeyAssignment, Placement, RouteTable};
 use clasp_core::rng::SplitMix64;
-use clasp_core::{OperatorId, Pipeline, WorkerId};
-
-#[derive(Clone, Debug)]
-enum Route {
-    /// The owner of each key group.
-    Keyed(Vec<u32>),
-    /// Workers and their cumulative fractions.
-    Shares { workers: Vec<u32>, cumulative: Vec<f64> },
-}
+use clasp_core::{KeyGroup, OperatorId, Pipeline, WorkerId};
 
 /// Routing tables of one placement epoch.
 #[derive(Clone, Debug)]
@@ -25,11 +17,7 @@ pub struct Routing {
     pub placement: Placement,
     /// The key assignment.
     pub keys: KeyAssignment,
-    routes: Vec<Route>,
-    /// `hosts[op * workers + w]`: whether worker `w` runs `op`.
-    hosts: Vec<bool>,
-    /// `instances[op * workers + w]`: executor instances of `op` on `w`.
-    instances: Vec<u32>,
+    table: RouteTable,
 }
 
 impl Routing {
@@ -49,41 +37,8 @@ impl Routing {
                 placement.workers
             )));
         }
-        let n = placement.workers as usize;
-        let mut hosts = vec![false; p.operators.len() * n];
-        let mut instances = vec![0; p.operators.len() * n];
-        let routes = p
-            .operators
-            .iter()
-            .map(|op| {
-                let shares = &placement.operators[op.id.index()].shares;
-                for s in shares {
-                    hosts[op.id.index() * n + s.worker.index()] = true;
-                    instances[op.id.index() * n + s.worker.index()] = s.instances.max(1);
-                }
-                let owners = keys.owners.get(op.id.index()).filter(|o| !o.is_empty());
-                match owners {
-                    Some(owners) if op.stateful => {
-                        Route::Keyed(owners.iter().map(|w| w.0).collect())
-                    }
-                    _ => {
-                        let mut acc = 0.0;
-                        let cumulative = shares
-                            .iter()
-                            .map(|s| {
-                                acc += s.fraction;
-                                acc
-                            })
-                            .collect();
-                        Route::Shares {
-                            workers: shares.iter().map(|s| s.worker.0).collect(),
-                            cumulative,
-                        }
-                    }
-                }
-            })
-            .collect();
-        Ok(Self { epoch, placement, keys, routes, hosts, instances })
+        let table = RouteTable::new(p, &placement, &keys);
+        Ok(Self { epoch, placement, keys, table })
     }
 
     /// Workers of the placement.
@@ -94,46 +49,41 @@ impl Routing {
     /// Whether `op` routes by key group.
     #[inline]
     pub fn keyed(&self, op: usize) -> bool {
-        matches!(self.routes[op], Route::Keyed(_))
+        self.table.keyed(OperatorId::from(op))
     }
 
     /// The worker for a request of `op` with key group `group` (keyed operators), or drawn by
     /// share from `rng` (stateless operators).
     #[inline]
     pub fn destination(&self, op: usize, group: u16, rng: &mut SplitMix64) -> u32 {
-        match &self.routes[op] {
-            Route::Keyed(owners) => owners[usize::from(group) % owners.len()],
-            Route::Shares { workers, cumulative } => {
-                if workers.len() == 1 {
-                    return workers[0];
-                }
-                let x = rng.next_f64() * cumulative.last().copied().unwrap_or(1.0);
-                let i = cumulative.partition_point(|c| *c <= x).min(workers.len() - 1);
-                workers[i]
-            }
+        let op = OperatorId::from(op);
+        if self.table.keyed(op) {
+            self.table.owner(op, KeyGroup(u32::from(group))).0
+        } else {
+            self.table.draw(op, rng).0
         }
     }
 
     /// Whether worker `w` may run a request of `op` with key group `group`.
     #[inline]
     pub fn owns(&self, w: u32, op: usize, group: u16) -> bool {
-        match &self.routes[op] {
-            Route::Keyed(owners) => owners[usize::from(group) % owners.len()] == w,
-            Route::Shares { .. } => self.hosts(op, w),
+        let id = OperatorId::from(op);
+        if self.table.keyed(id) {
+            self.table.owner(id, KeyGroup(u32::from(group))).0 == w
+        } else {
+            self.hosts(op, w)
         }
     }
 
     /// Whether worker `w` runs `op`.
     #[inline]
     pub fn hosts(&self, op: usize, w: u32) -> bool {
-        let n = self.placement.workers;
-        w < n && self.hosts[op * n as usize + w as usize]
+        self.table.hosts(OperatorId::from(op), WorkerId(w))
     }
 
     /// Executor instances of `op` on `w` (0 when it does not run there).
     pub fn instances(&self, op: usize, w: u32) -> u32 {
-        let n = self.placement.workers;
-        if w < n { self.instances[op * n as usize + w as usize] } else { 0 }
+        self.table.instances(OperatorId::from(op), WorkerId(w))
     }
 
     /// Instances of `op` over all workers.
@@ -143,10 +93,7 @@ impl Routing {
 
     /// Key groups of `op` owned by `w`.
     pub fn groups_of(&self, op: usize, w: u32) -> usize {
-        match &self.routes[op] {
-            Route::Keyed(owners) => owners.iter().filter(|&&o| o == w).count(),
-            Route::Shares { .. } => 0,
-        }
+        self.table.groups_of(OperatorId::from(op), WorkerId(w))
     }
 
     /// The worker with the largest fraction of `op` (where a migration sends the queued

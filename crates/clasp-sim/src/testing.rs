@@ -1,7 +1,7 @@
 //! Helpers shared by the unit tests.
 
-use clasp_core::placement::{OperatorPlacement, Placement, Share};
-use clasp_core::{Pipeline, WorkerId};
+use clasp_core::Pipeline;
+use clasp_core::placement::Placement;
 use std::path::PathBuf;
 
 /// A pipeline from the repository's `pipelines/` folder.
@@ -12,25 +12,7 @@ pub fn pipeline(name: &str) -> Pipeline {
 
 /// Every operator split evenly over `workers` workers with `instances` instances each.
 pub fn spread_placement(p: &Pipeline, workers: u32, instances: u32) -> Placement {
-    Placement {
-        workers,
-        operators: p
-            .operators
-            .iter()
-            .map(|o| OperatorPlacement {
-                operator: o.id,
-                demand: 0.0,
-                shares: (0..workers)
-                    .map(|w| Share {
-                        worker: WorkerId(w),
-                        share: 0.0,
-                        fraction: 1.0 / f64::from(workers),
-                        instances,
-                    })
-                    .collect(),
-            })
-            .collect(),
-    }
+    Placement::even(p, workers, instances)
 }
 
 /// Every operator split evenly over `workers` workers, 10 instances each.

@@ -2,68 +2,13 @@
 //! planning core reads, migration records, and the run summary.
 
 use super::chains::Chains;
-use crate::metrics::WorkerReport;
 use crate::migration::MigrationDone;
-use clasp_core::stats::{
-    EdgeStats, ObservedStats, OperatorStats, STATS_SCHEMA, WorkerOperatorStats, WorkerStats,
-};
-use clasp_core::{Endpoint, Pipeline, WorkerId};
+pub use clasp_core::report::ReportLog;
+use clasp_core::report::{self, Window, WorkerReport};
+use clasp_core::stats::ObservedStats;
+use clasp_core::{Pipeline, WorkerId};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
-
-/// Every report received, in arrival order, with its arrival time (s since the run started).
-#[derive(Debug, Default)]
-pub struct ReportLog {
-    entries: Vec<(f64, WorkerReport)>,
-}
-
-impl ReportLog {
-    /// Adds a report.
-    pub fn push(&mut self, t: f64, r: WorkerReport) {
-        self.entries.push((t, r));
-    }
-
-    /// Reports that arrived in `[from, to]`.
-    pub fn window(&self, from: f64, to: f64) -> impl Iterator<Item = &WorkerReport> {
-        self.entries.iter().filter(move |(t, _)| *t >= from && *t <= to).map(|(_, r)| r)
-    }
-
-    /// The last report of each worker that reported in the last 3 s.
-    pub fn latest_per_worker(&self) -> Vec<&WorkerReport> {
-        let now = self.entries.last().map_or(0.0, |(t, _)| *t);
-        let mut latest: Vec<&WorkerReport> = Vec::new();
-        for (t, r) in self.entries.iter().rev() {
-            if now - t > 3.0 {
-                break;
-            }
-            if !latest.iter().any(|l| l.worker == r.worker) {
-                latest.push(r);
-            }
-        }
-        latest.sort_by_key(|r| r.worker);
-        latest
-    }
-
-    /// All reports.
-    pub fn all(&self) -> impl Iterator<Item = &(f64, WorkerReport)> {
-        self.entries.iter()
-    }
-
-    /// Reports from position `index` on (positions count from the first report).
-    pub fn since(&self, index: usize) -> &[(f64, WorkerReport)] {
-        &self.entries[index.min(self.entries.len())..]
-    }
-
-    /// Number of reports.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether no report arrived yet.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-}
 
 /// One migration, as measured by the planner and the workers.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -260,8 +205,9 @@ fn upsert<T>(v: &mut Vec<(WorkerId, T)>, w: WorkerId, value: T) {
     }
 }
 
-/// Aggregates the reports of the last `window_s` seconds into observed statistics (Table 2,
-/// summed over workers for N_o and E, rate-weighted for τ̄_o).
+/// Observed statistics over the reports of the last `window_s` seconds (the shared
+/// aggregation of [`clasp_core::report::observe`]), with the planner's input and completion
+/// rates per second.
 #[allow(clippy::too_many_arguments)]
 pub fn observe(
     p: &Pipeline,
@@ -274,122 +220,18 @@ pub fn observe(
     workers_used: u32,
 ) -> ObservedStats {
     let from = (now - window_s).max(0.0);
-    let window: Vec<&WorkerReport> = reports.window(from, now).collect();
-    let mut workers: Vec<WorkerStats> = Vec::new();
-    let mut op_exec = vec![0.0; p.operators.len()];
-    let mut op_wait = vec![0.0; p.operators.len()];
-    let mut op_processed = vec![0u64; p.operators.len()];
-    let mut op_records = vec![0u64; p.operators.len()];
-    let mut op_emitted = vec![0u64; p.operators.len()];
-    let mut op_touched = vec![0u64; p.operators.len()];
-    let mut op_keys = vec![0u64; p.operators.len()];
-    let mut edges = vec![0u64; p.streams.len()];
-    let mut span = 0.0f64;
-    for r in &window {
-        for (o, op) in r.ops.iter().enumerate().take(p.operators.len()) {
-            op_exec[o] += op.exec_us;
-            op_wait[o] += op.wait_us;
-            op_processed[o] += op.processed;
-            op_records[o] += op.records;
-            op_emitted[o] += op.emitted;
-            op_touched[o] += op.touched;
-        }
-        for (e, n) in r.edges.iter().enumerate().take(edges.len()) {
-            edges[e] += n;
-        }
-    }
-    // Per worker: mean of its interval rates in the window.
-    let mut ids: Vec<WorkerId> = window.iter().map(|r| r.worker).collect();
-    ids.sort();
-    ids.dedup();
-    for w in ids {
-        let mine: Vec<&&WorkerReport> = window.iter().filter(|r| r.worker == w).collect();
-        let secs: f64 = mine.iter().map(|r| r.interval_s).sum::<f64>().max(1e-9);
-        span = span.max(secs);
-        let n = mine.len() as f64;
-        let last = mine.last().expect("non-empty");
-        for (o, op) in last.ops.iter().enumerate().take(p.operators.len()) {
-            op_keys[o] += op.state_keys;
-        }
-        workers.push(WorkerStats {
-            worker: w.0,
-            slots: last.slots,
-            queue: mine.iter().map(|r| r.queue).sum::<f64>() / n,
-            queue_wait_ms: mine.iter().map(|r| r.mean_wait_us()).sum::<f64>() / n / 1e3,
-            local_rate: mine.iter().map(|r| r.local).sum::<u64>() as f64 / secs,
-            remote_rate: mine.iter().map(|r| r.remote).sum::<u64>() as f64 / secs,
-            remote_destinations: mine.iter().map(|r| f64::from(r.destinations)).sum::<f64>() / n,
-            exec_load: mine.iter().map(|r| r.exec_load() * r.interval_s).sum::<f64>() / secs,
-            saturated: mine.iter().filter(|r| r.saturated).count() * 2 > mine.len(),
-            operators: p
-                .operators
-                .iter()
-                .map(|o| {
-                    let processed: u64 =
-                        mine.iter().filter_map(|r| r.op(o.id)).map(|x| x.processed).sum();
-                    let exec: f64 = mine.iter().filter_map(|r| r.op(o.id)).map(|x| x.exec_us).sum();
-                    WorkerOperatorStats {
-                        name: o.name.clone(),
-                        processed_rate: processed as f64 / secs,
-                        exec_time_us: if processed > 0 { exec / processed as f64 } else { 0.0 },
-                    }
-                })
-                .collect(),
-        });
-    }
-    let secs = span.max(1e-9);
-    let operators = p
-        .operators
-        .iter()
-        .map(|o| {
-            let i = o.id.index();
-            let n = op_processed[i];
-            OperatorStats {
-                name: o.name.clone(),
-                processed_rate: n as f64 / secs,
-                records_rate: op_records[i] as f64 / secs,
-                exec_time_us: if n > 0 { op_exec[i] / n as f64 } else { 0.0 },
-                queue_wait_us: if n > 0 { op_wait[i] / n as f64 } else { 0.0 },
-                state_touch_fraction: if n > 0 { op_touched[i] as f64 / n as f64 } else { 0.0 },
-                state_keys: op_keys[i],
-                selectivity: if op_records[i] > 0 {
-                    op_emitted[i] as f64 / op_records[i] as f64
-                } else {
-                    0.0
-                },
-                ..OperatorStats::default()
-            }
-        })
-        .collect();
-    let edges = p
-        .streams
-        .iter()
-        .filter_map(|s| match (s.from, s.to) {
-            (Endpoint::Operator(a), Endpoint::Operator(b)) => Some(EdgeStats {
-                from: p.operator(a).name.clone(),
-                to: p.operator(b).name.clone(),
-                rate: edges[s.id.index()] as f64 / secs,
-            }),
-            _ => None,
-        })
-        .collect();
-    let per_second_mean = |v: &[u64]| -> f64 {
+    let seconds = |v: &[u64]| -> Vec<f64> {
         let (a, b) = (from.floor() as usize, (now.floor() as usize).min(v.len()));
-        if b <= a { 0.0 } else { v[a..b].iter().sum::<u64>() as f64 / (b - a) as f64 }
+        if b <= a { Vec::new() } else { v[a..b].iter().map(|x| *x as f64).collect() }
     };
-    ObservedStats {
-        schema: STATS_SCHEMA.into(),
-        pipeline: p.name.clone(),
-        window_s: secs,
-        input_rate: per_second_mean(inputs_per_second),
-        throughput: per_second_mean(completed_per_second),
+    let (inputs, completed) = (seconds(inputs_per_second), seconds(completed_per_second));
+    let window = Window {
+        inputs: &inputs,
+        completed: &completed,
         planner_queue: 0.0,
-        batch_size,
         workers_used,
-        operators,
-        edges,
-        workers,
-        coefficients: None,
-        saturated_per_worker_rate: None,
-    }
+        batch_size,
+    };
+    let in_window: Vec<&WorkerReport> = reports.window(from, now).collect();
+    report::observe(p, &in_window, &window)
 }

@@ -129,6 +129,7 @@ fn build(
                     0
                 },
                 rejects: rejects[o].iter().map(|(r, n)| (r.to_owned(), n)).collect(),
+                dispatch_us: 0.0,
             }
         })
         .collect();

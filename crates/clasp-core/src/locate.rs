@@ -1,0 +1,75 @@
+//! Where in a TOML file a problem is, and did-you-mean suggestions: shared by every file
+//! format clasp reads (pipeline specs, device files).
+
+use std::collections::HashMap;
+
+/// 1-based line and column of byte `offset`.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text.as_bytes()[..offset];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = offset - before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+    (line, column)
+}
+
+/// Best-effort field path for a syntax error: the enclosing table header and the key on the line.
+pub fn field_path_at(text: &str, offset: usize) -> String {
+    let offset = floor_char_boundary(text, offset.min(text.len()));
+    let line_start = text[..offset].rfind('\n').map_or(0, |p| p + 1);
+    let line_end = text[offset..].find('\n').map_or(text.len(), |p| offset + p);
+    let mut table = String::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for line in text[..line_end].lines() {
+        let t = line.trim();
+        if let Some(name) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+            let name = name.trim().to_string();
+            let i = index.entry(name.clone()).and_modify(|i| *i += 1).or_insert(0);
+            table = format!("{name}[{i}]");
+        } else if let Some(name) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
+            table = name.trim().to_string();
+        }
+    }
+    let key = text[line_start..line_end]
+        .split('=')
+        .next()
+        .map(str::trim)
+        .filter(|k| !k.is_empty() && !k.starts_with('[') && !k.starts_with('#'))
+        .unwrap_or("");
+    match (table.is_empty(), key.is_empty()) {
+        (true, true) => "<document>".into(),
+        (true, false) => key.into(),
+        (false, true) => table,
+        (false, false) => format!("{table}.{key}"),
+    }
+}
+
+pub fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The known name closest to `name` by edit distance, if it is close enough to be a typo.
+pub fn closest<'a>(name: &str, known: impl Iterator<Item = &'a String>) -> Option<String> {
+    known
+        .map(|k| (edit_distance(name, k), k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
+        .min()
+        .map(|(_, k)| k.clone())
+}
+
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1).min(row[j] + 1).min(diag + usize::from(ca != *cb));
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
