@@ -365,3 +365,30 @@ to = "c"
         assert!(Coefficients::parse("1,2,3,0").unwrap_err().contains("> 0"));
     }
 }
+
+/// One rescaling, as the runtime and the simulator report it (`"scaling_events"`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScalingEvent {
+    /// When the planner issued the plan (simulator) or the migration finished (runtime), in s.
+    pub time_s: f64,
+    /// Workers before.
+    pub from_workers: u32,
+    /// Workers after.
+    pub to_workers: u32,
+    /// What fired the decision.
+    pub reason: String,
+    /// The input rate decided for (requests/s).
+    pub target_rate: f64,
+    /// Plan issued → last worker's completion received (ms).
+    pub planner_ms: f64,
+    /// Longest worker pause: plan received → resumed (ms).
+    pub max_worker_pause_ms: f64,
+    /// Key groups moved.
+    pub groups_moved: u64,
+    /// Keys moved.
+    pub keys_moved: u64,
+    /// State bytes moved.
+    pub bytes_moved: u64,
+    /// Queued requests handed over.
+    pub requests_moved: u64,
+}

@@ -10,6 +10,7 @@ use crate::planner::{Planner, PlannerError, Progress};
 use crate::routing::RoutingPlan;
 use clasp_core::Pipeline;
 use clasp_core::placement::{KeyAssignment, Placement};
+pub use clasp_core::stats::ScalingEvent;
 use clasp_core::stats::{Coefficients, ObservedStats};
 use clasp_plan::controller::{Controller, Sample, TriggerConfig};
 use clasp_plan::estimator::{Estimator, EstimatorConfig, Observation};
@@ -32,29 +33,6 @@ pub struct ScalingConfig {
     pub estimator: EstimatorConfig,
     /// Window of observations a decision is based on (s).
     pub window_s: f64,
-}
-
-/// One rescaling, as reported in `--stats` (`"scaling_events"`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ScalingEvent {
-    /// When the migration finished (s since the start).
-    pub time_s: f64,
-    /// Workers before.
-    pub from_workers: u32,
-    /// Workers after.
-    pub to_workers: u32,
-    /// What triggered it.
-    pub reason: String,
-    /// The input rate planned for (requests/s).
-    pub target_rate: f64,
-    /// Plan issued → every worker done (ms).
-    pub planner_ms: f64,
-    /// Longest worker pause (ms).
-    pub max_worker_pause_ms: f64,
-    /// State bytes moved.
-    pub bytes: u64,
-    /// Keys moved.
-    pub keys: u64,
 }
 
 /// Coefficients at one moment.
@@ -238,8 +216,10 @@ impl Scaler {
             target_rate: trigger.target_rate,
             planner_ms: record.planner_ms,
             max_worker_pause_ms: record.max_worker_pause_ms,
-            bytes: record.bytes,
-            keys: record.keys,
+            groups_moved: record.groups,
+            keys_moved: record.keys,
+            bytes_moved: record.bytes,
+            requests_moved: record.requests,
         };
         self.events.push(event.clone());
         Ok(Some(event))

@@ -81,8 +81,7 @@ impl Simulation<'_> {
             max_worker_pause_ms: 0.0,
             target_rate,
             groups_moved: plan.moved_groups() as u64,
-            keys_moved: 0,
-            requests_moved: 0,
+            ..ScalingEvent::default()
         };
         let parts = plan.workers.iter().map(|_| Part::default()).collect();
         self.migration = Some(Migration {

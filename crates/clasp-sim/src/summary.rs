@@ -1,8 +1,8 @@
 //! What a simulation reports: totals over the measured period (after the warm-up), a row per
 //! statistics interval, and every scaling event.
 
-use crate::controller::Reason;
 use clasp_core::placement::Placement;
+pub use clasp_core::stats::ScalingEvent;
 use clasp_core::stats::{Coefficients, ObservedStats};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -57,38 +57,6 @@ pub struct IntervalRow {
     pub planner_queue: f64,
     /// Saturated workers.
     pub saturated: u32,
-}
-
-/// One rescaling, as issue 4 asks the runtime to log it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ScalingEvent {
-    /// When the planner issued the plan (s).
-    pub time_s: f64,
-    /// Workers before.
-    pub from_workers: u32,
-    /// Workers after.
-    pub to_workers: u32,
-    /// What fired the decision.
-    pub reason: String,
-    /// Plan issued → last worker's completion received (ms).
-    pub planner_ms: f64,
-    /// Longest worker pause: plan received → resumed (ms).
-    pub max_worker_pause_ms: f64,
-    /// The input rate decided for (requests/s).
-    pub target_rate: f64,
-    /// Key groups moved.
-    pub groups_moved: u64,
-    /// Keys moved.
-    pub keys_moved: u64,
-    /// Queued requests handed over.
-    pub requests_moved: u64,
-}
-
-impl ScalingEvent {
-    /// The reason's name.
-    pub fn reason_name(r: Reason) -> String {
-        r.as_str().to_owned()
-    }
 }
 
 /// Totals of the measured period.

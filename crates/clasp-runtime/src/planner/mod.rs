@@ -523,6 +523,7 @@ impl Planner {
             self.origin.elapsed().as_secs_f64(),
             epoch,
             issued.elapsed(),
+            parts.moved_groups() as u64,
             done,
         );
         self.migrations.push(record.clone());

@@ -21,6 +21,8 @@ pub struct MigrationRecord {
     pub planner_ms: f64,
     /// Longest worker pause: plan received → resumed (ms).
     pub max_worker_pause_ms: f64,
+    /// Key groups moved.
+    pub groups: u64,
     /// State bytes moved.
     pub bytes: u64,
     /// Keys moved.
@@ -33,12 +35,19 @@ pub struct MigrationRecord {
 
 impl MigrationRecord {
     /// Summarizes the completions of one migration.
-    pub fn new(time_s: f64, epoch: u64, planner: Duration, done: Vec<MigrationDone>) -> Self {
+    pub fn new(
+        time_s: f64,
+        epoch: u64,
+        planner: Duration,
+        groups: u64,
+        done: Vec<MigrationDone>,
+    ) -> Self {
         Self {
             time_s,
             epoch,
             planner_ms: planner.as_secs_f64() * 1e3,
             max_worker_pause_ms: done.iter().map(|d| d.pause_us as f64 / 1e3).fold(0.0, f64::max),
+            groups,
             bytes: done.iter().map(|d| d.bytes_sent).sum(),
             keys: done.iter().map(|d| d.keys_sent).sum(),
             requests: done.iter().map(|d| d.requests_sent).sum(),

@@ -511,8 +511,8 @@ pub fn event_line(e: &ScalingEvent) -> String {
         si(e.target_rate),
         e.planner_ms,
         e.max_worker_pause_ms,
-        e.keys,
-        e.bytes
+        e.keys_moved,
+        e.bytes_moved
     )
 }
 
