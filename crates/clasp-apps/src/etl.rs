@@ -25,7 +25,7 @@
 //! - `etl.table_insert` → `etl.sink`: the row as a table entity keyed by sensor.
 
 use crate::json::{self, Value};
-use crate::text::{Buf, Params, div_round, fields, parse_fixed, parse_u64};
+use crate::text::{Buf, Params, div_round, emit_or_reject, fields, parse_fixed, parse_u64};
 use clasp_core::hash::{fmix64, key_hash};
 use clasp_core::rng::SplitMix64;
 use clasp_core::{Batch, Context, Operator, Registry};
@@ -433,10 +433,7 @@ impl Operator for Join {
             }
             let row = joined_row(rd.msg, &p.fields, &mut out);
             ctx.remove_state(r);
-            match row {
-                Some(v) => ctx.emit(r.key, v),
-                None => ctx.reject("record too long"),
-            }
+            emit_or_reject(ctx, r.key, row);
         }
     }
 }
@@ -484,10 +481,7 @@ impl Operator for Annotate {
             out.clear();
             out.put(r.value).byte(b',');
             put_location(sensor, &mut out);
-            match out.get() {
-                Some(v) => ctx.emit(r.key, v),
-                None => ctx.reject("record too long"),
-            }
+            emit_or_reject(ctx, r.key, out.get());
         }
     }
 }
@@ -523,10 +517,7 @@ impl Operator for CsvToSenml {
             out.put(b"{\"n\":\"location\",\"vs\":\"");
             json::escape_into(note, &mut out);
             out.put(b"\"}]}");
-            match out.get() {
-                Some(v) => ctx.emit(r.key, v),
-                None => ctx.reject("record too long"),
-            }
+            emit_or_reject(ctx, r.key, out.get());
         }
     }
 }
@@ -564,10 +555,7 @@ impl Operator for TableInsert {
             out.clear();
             out.put(b"PartitionKey=").put(sensor).put(b";RowKey=").put(time).byte(b';');
             out.put(pairs).put(b";location=").put(note);
-            match out.get() {
-                Some(v) => ctx.emit(sensor, v),
-                None => ctx.reject("record too long"),
-            }
+            emit_or_reject(ctx, sensor, out.get());
         }
     }
 }

@@ -22,7 +22,7 @@
 //! still in flight are counted, while the state stays bounded; records of an older day are
 //! counted as `late`.
 
-use crate::text::{Buf, Params, fields, parse_u64, trim};
+use crate::text::{Buf, Params, emit_or_reject, fields, parse_u64, trim};
 use clasp_core::rng::SplitMix64;
 use clasp_core::{Batch, Context, Operator, Registry};
 use serde::{Deserialize, Serialize};
@@ -99,10 +99,7 @@ impl Operator for Parse {
             }
             out.clear();
             out.put(day).byte(b',').put(host).byte(b',').put(user).byte(b',').put(outcome);
-            match out.get() {
-                Some(v) => ctx.emit(host, v),
-                None => ctx.reject("record too long"),
-            }
+            emit_or_reject(ctx, host, out.get());
         }
     }
 }

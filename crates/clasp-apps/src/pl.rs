@@ -14,7 +14,7 @@
 //!   `block,records,sum,mean` and starts the next block.
 //! - `pl.format` ("sink"): `category,block,mean`.
 
-use crate::text::{Buf, Params, fields, parse_u64, trim};
+use crate::text::{Buf, Params, emit_or_reject, fields, parse_u64, trim};
 use clasp_core::rng::SplitMix64;
 use clasp_core::{Batch, Context, Operator, Registry};
 use serde::{Deserialize, Serialize};
@@ -91,10 +91,7 @@ impl Operator for Parse {
             };
             out.clear();
             out.put(url).byte(b',').put(user).byte(b',').u64(ms);
-            match out.get() {
-                Some(v) => ctx.emit(url, v),
-                None => ctx.reject("record too long"),
-            }
+            emit_or_reject(ctx, url, out.get());
         }
     }
 }
@@ -215,10 +212,7 @@ impl Operator for Format {
             };
             out.clear();
             out.put(r.key).byte(b',').put(block).byte(b',').put(mean);
-            match out.get() {
-                Some(v) => ctx.emit(r.key, v),
-                None => ctx.reject("record too long"),
-            }
+            emit_or_reject(ctx, r.key, out.get());
         }
     }
 }

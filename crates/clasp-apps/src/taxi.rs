@@ -31,7 +31,7 @@
 //! `taxi.filter_popular` (param `min_count` 20) keeps counts at or above it; `taxi.to_area`
 //! emits `lon,lat,window_end,departing|arriving,count` with the cell's centre.
 
-use crate::text::{Buf, Params, fields, parse_fixed, parse_u64, trim};
+use crate::text::{Buf, Params, emit_or_reject, fields, parse_fixed, parse_u64, trim};
 use clasp_core::rng::SplitMix64;
 use clasp_core::{Batch, Context, Operator, Registry};
 use serde::{Deserialize, Serialize};
@@ -241,10 +241,7 @@ impl Operator for FareFields {
             out.clear();
             out.put(f.payment).byte(b',').fixed(f.tip, 2).byte(b',').fixed(f.tolls, 2);
             out.byte(b',').fixed(f.total, 2);
-            match out.get() {
-                Some(v) => ctx.emit(r.key, v),
-                None => ctx.reject("record too long"),
-            }
+            emit_or_reject(ctx, r.key, out.get());
         }
     }
 }
@@ -288,10 +285,7 @@ impl Operator for JoinRideFare {
             out.clear();
             out.put(ride.as_bytes()).byte(b',').put(fare.as_bytes());
             ctx.remove_state(r);
-            match out.get() {
-                Some(v) => ctx.emit(r.key, v),
-                None => ctx.reject("record too long"),
-            }
+            emit_or_reject(ctx, r.key, out.get());
         }
     }
 }

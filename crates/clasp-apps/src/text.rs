@@ -4,7 +4,9 @@
 //! and threshold tests are then exact and identical on every worker, whatever the order of
 //! additions, and formatting them needs no float printing.
 
+use clasp_core::operator::Context;
 use clasp_core::pipeline::Operator as OperatorSpec;
+use clasp_core::state::StateValue;
 
 /// The `N` fields of `line` separated by `sep`, or `None` when there are not exactly `N`.
 #[inline]
@@ -212,6 +214,16 @@ impl Buf {
     #[inline]
     pub fn get(&self) -> Option<&[u8]> {
         (!self.overflow).then_some(&self.bytes[..self.len])
+    }
+}
+
+/// Emits `value` under `key`, or rejects the record when its output overflowed a buffer
+/// (`value` is `None`).
+#[inline]
+pub fn emit_or_reject<S: StateValue>(ctx: &mut Context<'_, S>, key: &[u8], value: Option<&[u8]>) {
+    match value {
+        Some(v) => ctx.emit(key, v),
+        None => ctx.reject("record too long"),
     }
 }
 
