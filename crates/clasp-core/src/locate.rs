@@ -2,6 +2,82 @@
 //! format clasp reads (pipeline specs, device files).
 
 use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+
+/// A file format's catalogue of problems, as a [`FileError`] reports them.
+pub trait FileProblem: fmt::Display + fmt::Debug {
+    /// The file could not be read.
+    fn io(message: String) -> Self;
+    /// Not valid TOML, a value of the wrong type (`unknown: false`), or a field the format
+    /// does not have (`unknown: true`).
+    fn syntax(message: String, unknown: bool) -> Self;
+    /// What to do about it.
+    fn help(&self) -> String;
+}
+
+/// A problem in a TOML file, located by line, column and field path, with a help line.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{file}:{line}:{column}: in `{field}`: {problem}\n  help: {help}")]
+pub struct FileError<P: FileProblem> {
+    /// The file.
+    pub file: String,
+    /// 1-based line (0 when the file could not be read).
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// The field concerned, as a path (`operator[2].kind`, `device[0].link_cost`).
+    pub field: String,
+    /// What is wrong.
+    pub problem: P,
+    /// What to do.
+    pub help: String,
+}
+
+impl<P: FileProblem> FileError<P> {
+    /// `problem` at the start of `span` in `text`.
+    pub fn at(
+        text: &str,
+        file: &str,
+        span: Range<usize>,
+        field: impl Into<String>,
+        problem: P,
+    ) -> Self {
+        let (line, column) = line_col(text, span.start);
+        Self { file: file.into(), line, column, field: field.into(), help: problem.help(), problem }
+    }
+
+    /// What the TOML parser rejected.
+    pub fn syntax(text: &str, file: &str, e: &toml::de::Error) -> Self {
+        let message = e.message().trim().to_string();
+        let span = e.span().unwrap_or(0..0);
+        let field = field_path_at(text, span.start);
+        let unknown = message.starts_with("unknown field");
+        Self::at(text, file, span, field, P::syntax(message, unknown))
+    }
+}
+
+/// Reads the file at `path` and hands its text and name to `parse`.
+pub fn read_then<T, P: FileProblem>(
+    path: &std::path::Path,
+    parse: impl FnOnce(&str, &str) -> Result<T, FileError<P>>,
+) -> Result<T, FileError<P>> {
+    let file = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&text, &file),
+        Err(e) => {
+            let problem = P::io(e.to_string());
+            Err(FileError {
+                file,
+                line: 0,
+                column: 0,
+                field: "<file>".into(),
+                help: problem.help(),
+                problem,
+            })
+        }
+    }
+}
 
 /// 1-based line and column of byte `offset`.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {

@@ -6,7 +6,7 @@
 
 use crate::ids::{OperatorId, SinkId, SourceId, StreamId};
 use crate::kind::OperatorKind;
-use crate::locate::{closest, field_path_at, line_col};
+use crate::locate::{FileError, FileProblem, closest, line_col, read_then};
 use crate::pipeline::{
     Endpoint, Operator, Origin, Pipeline, ServiceMode, ServicePer, ServiceTime, Sink, Source,
     Stream,
@@ -111,7 +111,15 @@ impl fmt::Display for Problem {
     }
 }
 
-impl Problem {
+impl FileProblem for Problem {
+    fn io(message: String) -> Self {
+        Self::Io(message)
+    }
+
+    fn syntax(message: String, unknown: bool) -> Self {
+        if unknown { Self::UnknownField(message) } else { Self::Syntax(message) }
+    }
+
     fn help(&self) -> String {
         match self {
             Self::Io(_) => "check the path and permissions".into(),
@@ -167,22 +175,8 @@ impl Problem {
 
 /// A spec problem with its location. Displays as `file:line:col: field: problem` plus a help
 /// line saying what to do.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{file}:{line}:{column}: in `{field}`: {problem}\n  help: {help}")]
-pub struct SpecError {
-    /// The spec file.
-    pub file: String,
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column.
-    pub column: usize,
-    /// The field concerned, as a path (`operator[2].kind`, `stream[0].to`).
-    pub field: String,
-    /// What is wrong.
-    pub problem: Problem,
-    /// What to do.
-    pub help: String,
-}
+/// A spec problem, located: `file:line:column: in `field`: problem` plus a help line.
+pub type SpecError = FileError<Problem>;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -249,37 +243,13 @@ struct RawStream {
 
 /// Reads and validates the spec file at `path`.
 pub fn load(path: &std::path::Path) -> Result<Pipeline, SpecError> {
-    let file = path.display().to_string();
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse(&text, &file),
-        Err(e) => Err(SpecError {
-            file,
-            line: 0,
-            column: 0,
-            field: "<file>".into(),
-            help: Problem::Io(String::new()).help(),
-            problem: Problem::Io(e.to_string()),
-        }),
-    }
+    read_then(path, parse)
 }
 
 /// Parses and validates spec `text`; `file` names it in errors.
 pub fn parse(text: &str, file: &str) -> Result<Pipeline, SpecError> {
-    let raw: RawSpec = toml::from_str(text).map_err(|e| syntax_error(text, file, &e))?;
+    let raw: RawSpec = toml::from_str(text).map_err(|e| SpecError::syntax(text, file, &e))?;
     Validator { text, file }.validate(raw)
-}
-
-fn syntax_error(text: &str, file: &str, e: &toml::de::Error) -> SpecError {
-    let message = e.message().trim().to_string();
-    let span = e.span().unwrap_or(0..0);
-    let (line, column) = line_col(text, span.start);
-    let field = field_path_at(text, span.start);
-    let problem = if message.starts_with("unknown field") {
-        Problem::UnknownField(message)
-    } else {
-        Problem::Syntax(message)
-    };
-    SpecError { file: file.into(), line, column, field, help: problem.help(), problem }
 }
 
 struct Validator<'a> {
@@ -297,15 +267,7 @@ enum Node {
 
 impl Validator<'_> {
     fn error(&self, span: Range<usize>, field: impl Into<String>, problem: Problem) -> SpecError {
-        let (line, column) = line_col(self.text, span.start);
-        SpecError {
-            file: self.file.into(),
-            line,
-            column,
-            field: field.into(),
-            help: problem.help(),
-            problem,
-        }
+        SpecError::at(self.text, self.file, span, field, problem)
     }
 
     fn origin(&self, span: &Range<usize>) -> Origin {

@@ -7,7 +7,7 @@
 //! [`Constraint`]). Sources whose raw data is already in the cloud are listed under `[cloud]`.
 
 use clasp_core::kind::OperatorKind;
-use clasp_core::locate::{closest, field_path_at, line_col};
+use clasp_core::locate::{FileError, FileProblem, closest, line_col, read_then};
 use clasp_core::pipeline::Operator;
 use clasp_core::{Pipeline, SourceId};
 use serde::Deserialize;
@@ -193,7 +193,15 @@ impl fmt::Display for Problem {
     }
 }
 
-impl Problem {
+impl FileProblem for Problem {
+    fn io(message: String) -> Self {
+        Self::Io(message)
+    }
+
+    fn syntax(message: String, unknown: bool) -> Self {
+        if unknown { Self::UnknownField(message) } else { Self::Syntax(message) }
+    }
+
     fn help(&self) -> String {
         match self {
             Self::Io(_) => "check the path and permissions".into(),
@@ -248,22 +256,8 @@ fn replicable_kinds() -> Vec<&'static str> {
 
 /// A devices-file problem with its location. Displays as `file:line:col: in `field`: problem`
 /// plus a help line saying what to do, like pipeline spec errors.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{file}:{line}:{column}: in `{field}`: {problem}\n  help: {help}")]
-pub struct DevicesError {
-    /// The devices file.
-    pub file: String,
-    /// 1-based line (0 when the file could not be read).
-    pub line: usize,
-    /// 1-based column.
-    pub column: usize,
-    /// The field concerned, as a path (`device[2].link_cost`).
-    pub field: String,
-    /// What is wrong.
-    pub problem: Problem,
-    /// What to do.
-    pub help: String,
-}
+/// A devices-file problem, located like a pipeline spec error.
+pub type DevicesError = FileError<Problem>;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -297,27 +291,13 @@ struct RawDevice {
 
 /// Reads the devices file at `path` and validates it against `p`.
 pub fn load(path: &std::path::Path, p: &Pipeline) -> Result<Devices, DevicesError> {
-    let file = path.display().to_string();
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse(&text, &file, p),
-        Err(e) => {
-            let problem = Problem::Io(e.to_string());
-            Err(DevicesError {
-                file,
-                line: 0,
-                column: 0,
-                field: "<file>".into(),
-                help: problem.help(),
-                problem,
-            })
-        }
-    }
+    read_then(path, |text, file| parse(text, file, p))
 }
 
 /// Parses devices-file `text` (named `file` in errors) and validates it against `p`.
 pub fn parse(text: &str, file: &str, p: &Pipeline) -> Result<Devices, DevicesError> {
     let v = Validator { text, file, p };
-    let raw: RawFile = toml::from_str(text).map_err(|e| v.syntax_error(&e))?;
+    let raw: RawFile = toml::from_str(text).map_err(|e| DevicesError::syntax(text, file, &e))?;
     v.validate(raw)
 }
 
@@ -334,27 +314,7 @@ impl Validator<'_> {
         field: impl Into<String>,
         problem: Problem,
     ) -> DevicesError {
-        let (line, column) = line_col(self.text, span.start);
-        DevicesError {
-            file: self.file.into(),
-            line,
-            column,
-            field: field.into(),
-            help: problem.help(),
-            problem,
-        }
-    }
-
-    fn syntax_error(&self, e: &toml::de::Error) -> DevicesError {
-        let message = e.message().trim().to_string();
-        let span = e.span().unwrap_or(0..0);
-        let field = field_path_at(self.text, span.start);
-        let problem = if message.starts_with("unknown field") {
-            Problem::UnknownField(message)
-        } else {
-            Problem::Syntax(message)
-        };
-        self.error(span, field, problem)
+        DevicesError::at(self.text, self.file, span, field, problem)
     }
 
     fn validate(&self, raw: RawFile) -> Result<Devices, DevicesError> {
