@@ -536,17 +536,7 @@ impl Direct {
     }
 
     fn latency(&self) -> Latency {
-        let h = &self.hist;
-        if h.is_empty() {
-            return Latency::default();
-        }
-        Latency {
-            p50_us: h.value_at_quantile(0.5),
-            p95_us: h.value_at_quantile(0.95),
-            p99_us: h.value_at_quantile(0.99),
-            max_us: h.max(),
-            mean_us: h.mean(),
-        }
+        Latency::of(&self.hist)
     }
 }
 

@@ -2,41 +2,10 @@
 //! statistics interval, and every scaling event.
 
 use clasp_core::placement::Placement;
+pub use clasp_core::report::Latency;
 pub use clasp_core::stats::ScalingEvent;
 use clasp_core::stats::{Coefficients, ObservedStats};
-use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-
-/// Latency percentiles of completed chains (µs).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Latency {
-    /// Median.
-    pub p50_us: u64,
-    /// 95th percentile.
-    pub p95_us: u64,
-    /// 99th percentile.
-    pub p99_us: u64,
-    /// Largest.
-    pub max_us: u64,
-    /// Mean.
-    pub mean_us: f64,
-}
-
-impl Latency {
-    /// The percentiles of a histogram (all 0 when it is empty).
-    pub fn of(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
-            return Self::default();
-        }
-        Self {
-            p50_us: h.value_at_quantile(0.5),
-            p95_us: h.value_at_quantile(0.95),
-            p99_us: h.value_at_quantile(0.99),
-            max_us: h.max(),
-            mean_us: h.mean(),
-        }
-    }
-}
 
 /// One statistics interval.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]

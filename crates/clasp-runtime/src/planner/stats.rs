@@ -75,20 +75,7 @@ pub struct OperatorSummary {
     pub rejected: Vec<(String, u64)>,
 }
 
-/// Latency percentiles (µs).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Latency {
-    /// Median.
-    pub p50_us: u64,
-    /// 95th percentile.
-    pub p95_us: u64,
-    /// 99th percentile.
-    pub p99_us: u64,
-    /// Largest.
-    pub max_us: u64,
-    /// Mean.
-    pub mean_us: f64,
-}
+pub use clasp_core::report::Latency;
 
 /// What a run did.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -169,18 +156,7 @@ impl RunSummary {
             }
             s.rejected = by_reason;
         }
-        let h = &chains.total;
-        let latency = if chains.completed == 0 {
-            Latency::default()
-        } else {
-            Latency {
-                p50_us: h.value_at_quantile(0.5),
-                p95_us: h.value_at_quantile(0.95),
-                p99_us: h.value_at_quantile(0.99),
-                max_us: h.max(),
-                mean_us: h.mean(),
-            }
-        };
+        let latency = Latency::of(&chains.total);
         let secs = duration_s.max(1e-9);
         Self {
             duration_s,
