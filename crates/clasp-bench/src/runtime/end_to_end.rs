@@ -113,14 +113,7 @@ pub fn run(o: &Options) -> Result<Report, BenchError> {
             .split(',')
             .map(|s| s.parse::<Policy>().map_err(|e| BenchError::Config(e.to_string())))
             .collect::<Result<_, _>>()?,
-        None => vec![
-            Policy::Clasp,
-            Policy::FaasFlow,
-            Policy::FaasFlowSp,
-            Policy::Zhang24,
-            Policy::Zhang24Sp,
-            Policy::Ds2,
-        ],
+        None => clasp_sim::experiments::end_to_end::POLICIES.to_vec(),
     };
     let mut t = Table::new(
         "end_to_end",
