@@ -33,10 +33,17 @@ fn corpus(lines: u64, seed: u64) -> PathBuf {
 
 /// Word counts from scratch: maximal runs of alphanumeric characters, lower-cased.
 fn reference(path: &Path) -> BTreeMap<String, u64> {
+    reference_of_first(path, usize::MAX)
+}
+
+/// [`reference`] of the first `lines` lines of the file.
+fn reference_of_first(path: &Path, lines: usize) -> BTreeMap<String, u64> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut counts = BTreeMap::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-        *counts.entry(word.to_lowercase()).or_insert(0) += 1;
+    for line in text.lines().take(lines) {
+        for word in line.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            *counts.entry(word.to_lowercase()).or_insert(0) += 1;
+        }
     }
     counts
 }
@@ -96,11 +103,11 @@ fn wc_on_three_worker_processes_matches_the_reference() {
     }
 }
 
-/// Runs WC elastically (policy clasp) through a trace of low, high, low rates.
+/// Runs WC elastically (policy clasp) under the gradual pattern: 10 % → 100 % → 10 % of
+/// 100 requests/s of 16 lines in stages of 5–10 s (about 120,000 lines, 140 s); 0.5 ms of
+/// sleep per counted word makes the peak need three or more workers of three slots.
 fn elastic(processes: bool) {
-    let input = corpus(85_000, 9);
-    let trace = tmp("trace.txt");
-    std::fs::write(&trace, "2 50\n5 1000\n6 50\n").unwrap();
+    let input = corpus(130_000, 9);
     let dump = tmp(&format!("elastic-{processes}.jsonl"));
     let stats = tmp(&format!("elastic-{processes}.json"));
     let spec = root().join("pipelines/wc.toml");
@@ -119,9 +126,11 @@ fn elastic(processes: bool) {
         "--interval-ms".into(),
         "500".into(),
         "--service-time".into(),
-        "count=50:sleep".into(),
+        "count=500:sleep".into(),
         "--pattern".into(),
-        format!("trace:{}", trace.display()),
+        "gradual".into(),
+        "--rate".into(),
+        "100".into(),
         "--input".into(),
         format!("file:{}", input.display()),
         "--state-dump".into(),
@@ -134,9 +143,14 @@ fn elastic(processes: bool) {
         args.push("--processes".into());
     }
     run(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    assert_eq!(dumped_counts(&dump), reference(&input));
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    // The pattern ends before the corpus: the run consumed its first `input_records` lines.
+    let consumed = s["summary"]["input_records"].as_u64().unwrap() as usize;
+    assert!(consumed > 100_000, "the gradual pattern offered only {consumed} lines");
+    let (dumped, expected) = (dumped_counts(&dump), reference_of_first(&input, consumed));
+    let wrong = expected.iter().filter(|(k, v)| dumped.get(*k) != Some(v)).count();
+    assert!(dumped.len() == expected.len() && wrong == 0, "{wrong} counts differ");
     let events = s["scaling_events"].as_array().unwrap();
     let workers: Vec<u64> = std::iter::once(1)
         .chain(events.iter().map(|e| e["to_workers"].as_u64().unwrap()))
