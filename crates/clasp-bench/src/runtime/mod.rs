@@ -5,6 +5,8 @@ pub mod coefficients;
 pub mod dispatch;
 pub mod end_to_end;
 pub mod migration;
+pub mod scaling;
+pub mod testbed;
 pub mod wc;
 
 use crate::BenchError;

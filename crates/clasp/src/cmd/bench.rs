@@ -71,6 +71,7 @@ pub fn run(args: &Args) -> Result<()> {
 fn runtime(experiment: &str, opts: &Options) -> Result<Output, BenchError> {
     use clasp_bench::runtime as rt;
     let report = match experiment {
+        "scaling" => return rt::scaling::run(opts),
         "dispatch" => rt::dispatch::run(opts)?,
         "wc" => rt::wc::run(opts)?,
         "migration" => rt::migration::run(opts)?,
