@@ -5,9 +5,11 @@ pub mod coefficients;
 pub mod dispatch;
 pub mod end_to_end;
 pub mod migration;
+pub mod placement;
 pub mod scaling;
 pub mod testbed;
 pub mod wc;
+pub mod worker_count;
 
 use crate::BenchError;
 use clasp_core::Pipeline;

@@ -48,15 +48,20 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
     testbed::check_keys(o, "scaling", &keys)?;
     let regimes = testbed::regimes(o)?;
     let apps = testbed::apps(o, if o.quick { &["syn"] } else { &["syn", "wc", "sd"] })?;
-    let max_workers = testbed::count(o, "workers", if o.quick { 3 } else { 5 }, 1, 16)?;
+    let mut counts =
+        testbed::worker_counts(o, if o.quick { &[1, 2, 3] } else { &[1, 2, 3, 5, 8, 10] }, 16)?;
+    if counts[0] != 1 {
+        // Everything is relative to one worker.
+        counts.insert(0, 1);
+    }
     let load = super::number(o, "load", 0.5)?.min(1.0);
     let beds: Vec<Testbed> =
         regimes.iter().map(|&r| Testbed::new(o, r)).collect::<Result<_, _>>()?;
-    let mut progress = Progress::new("scaling", apps.len() * beds.len() * max_workers as usize);
+    let mut progress = Progress::new("scaling", apps.len() * beds.len() * counts.len());
     let mut rows = Vec::new();
     for app in &apps {
         for bed in &beds {
-            rows.extend(app_rows(app, bed, max_workers, load, &mut progress)?);
+            rows.extend(app_rows(app, bed, &counts, load, &mut progress)?);
         }
     }
     let mut setup = beds[0].setup_lines(o);
@@ -64,7 +69,8 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
         setup.push(format!("regime `{}`: {}", r.label(), r.describe()));
     }
     setup.push(format!(
-        "CLASP's placement over exactly 1..={max_workers} workers (the paper: 1, 5, 10); throughput unthrottled ({} chains in flight per executor slot); latency at {load} of the one-worker maximum",
+        "CLASP's placement over exactly {} workers (the paper: 1, 5, 10); throughput unthrottled ({} chains in flight per executor slot); latency at {load} of the one-worker maximum",
+        counts.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
         beds[0].unthrottled_in_flight
     ));
     let report = Report {
@@ -73,28 +79,27 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
         tables: vec![table(&rows)],
         notes: notes(&rows),
     };
-    Ok(Output { report, charts: charts(&rows, max_workers) })
+    Ok(Output { report, charts: charts(&rows, &counts) })
 }
 
-/// Every worker count of one application in one regime.
+/// Every worker count of one application in one regime (the first is one worker).
 fn app_rows(
     app: &str,
     bed: &Testbed,
-    max_workers: u32,
+    counts: &[u32],
     load: f64,
     progress: &mut Progress,
 ) -> Result<Vec<Row>, BenchError> {
     let p = bed.pipeline(app)?;
     let mut maxima: Vec<Measured> = Vec::new();
-    for w in 1..=max_workers {
+    for &w in counts {
         progress.step(&format!("{app} {} {w} worker(s)", bed.regime.label()));
         let placement = bed.clasp_on(&p, UNTHROTTLED_RATE, w)?;
         maxima.push(bed.run(&p, &placement, None)?);
     }
     let rate = load * maxima[0].throughput;
     let mut rows: Vec<Row> = Vec::new();
-    for (i, m) in maxima.iter().enumerate() {
-        let w = i as u32 + 1;
+    for (m, &w) in maxima.iter().zip(counts) {
         let placement = bed.clasp_on(&p, rate, w)?;
         let lat = bed.run(&p, &placement, Some(rate))?;
         let first = rows.first().map_or(lat.p95_ms, |r: &Row| r.p95_ms);
@@ -150,8 +155,8 @@ fn table(rows: &[Row]) -> Table {
     t
 }
 
-fn charts(rows: &[Row], max_workers: u32) -> Vec<Chart> {
-    let xs: Vec<f64> = (1..=max_workers).map(f64::from).collect();
+fn charts(rows: &[Row], counts: &[u32]) -> Vec<Chart> {
+    let xs: Vec<f64> = counts.iter().map(|&w| f64::from(w)).collect();
     let mut keys: Vec<(String, &'static str)> = Vec::new();
     for r in rows {
         if !keys.iter().any(|(a, g)| *a == r.app && *g == r.regime) {
@@ -189,7 +194,7 @@ fn charts(rows: &[Row], max_workers: u32) -> Vec<Chart> {
     )
     .named("scaling-latency")
     .xs(&xs);
-    let ideal = Series::new("ideal (linear)", xs.clone());
+    let ideal = Series::new("ideal (linear)", xs.iter().map(|x| x / xs[0]).collect());
     let thr = series(|r| r.throughput_ratio).into_iter().fold(thr.series(ideal), Chart::series);
     let lat = series(|r| r.latency_ratio).into_iter().fold(lat, Chart::series);
     vec![thr, lat]

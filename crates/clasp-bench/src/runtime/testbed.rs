@@ -5,10 +5,14 @@
 //! each. Spinning cannot add capacity here, so a worker's capacity is emulated: every
 //! operator's execution *sleeps* its service time (`exec_us`, default the paper's 400 µs per
 //! record), holding an executor slot without using a core. A worker with `slots` slots then
-//! has a capacity of `slots` × 10⁶ µs of execution per second, whatever the host's cores,
+//! has a capacity of W = `slots` × 10⁶ µs of execution per second whatever the host's cores,
 //! and adding workers adds capacity — as long as the real CPU of the data path stays well
-//! below the two cores, which every run reports (`CPU (cores)`). One record per request
-//! (`batch 1`), as the paper's tuples.
+//! below the two cores, which every run reports (`CPU (cores)`). One slot is the default: its
+//! W = 10⁶ µs/s is closest to the paper's measured W̄ ≈ 850,000 µs/s (a Faasm worker with ten
+//! slots had capacity for 0.85 executions at a time), so α, β and γ weigh against a worker's
+//! capacity as they did on the paper's testbed. One record per request (`batch 1`), as the
+//! paper's tuples. Workers run as processes of the `clasp` binary (`--set launch=threads`
+//! for threads of the bench process), so a run leaves nothing behind.
 //!
 //! Dispatch costs come in two regimes ([`Regime`]): this runtime's **native** costs (α, β a
 //! few hundred ns of real CPU, `clasp bench dispatch`), or the paper's **emulated** ones
@@ -17,16 +21,17 @@
 //! sleeping, so they hold the slot the way Faasm's dispatch held a worker's capacity).
 //! Every report names the regime of each row.
 
-use super::{app_pipeline, worker_threads};
+use super::{app_pipeline, children_cpu, worker_processes, worker_threads};
 use crate::{BenchError, Options};
 use clasp_core::pipeline::{ServiceMode, ServicePer, ServiceTime};
 use clasp_core::placement::Placement;
 use clasp_core::stats::{Coefficients, ObservedStats};
 use clasp_core::{Pipeline, SourceId};
+use clasp_plan::estimator::EstimatorConfig;
 use clasp_plan::keys::assign_keys;
 use clasp_plan::policy::clasp_on_workers;
 use clasp_plan::{PlanConfig, PlanInput, Policy};
-use clasp_runtime::cluster::Cluster;
+use clasp_runtime::cluster::{Cluster, Launch};
 use clasp_runtime::planner::stats::RunSummary;
 use clasp_runtime::planner::{DiscardSink, Input, PlannerConfig, Progress};
 use clasp_runtime::routing::RoutingPlan;
@@ -45,6 +50,9 @@ pub const NATIVE_ALPHA_US: f64 = 0.35;
 pub const NATIVE_BETA_US: f64 = 0.6;
 /// See [`NATIVE_ALPHA_US`].
 pub const NATIVE_GAMMA_US: f64 = 100.0;
+
+/// Key groups of every keyed operator.
+pub const KEY_GROUPS: u32 = 1024;
 
 /// A rate no cluster here sustains: what the policies plan for under an unthrottled input.
 pub const UNTHROTTLED_RATE: f64 = 20_000_000.0;
@@ -143,6 +151,31 @@ pub fn count(o: &Options, key: &str, default: u32, min: u32, max: u32) -> Result
     }
 }
 
+/// Worker counts from `--set workers=`: a list `1,5,10`, or `N` for `1..=N`; or `default`.
+/// Counts are sorted, distinct and in `1..=max`.
+pub fn worker_counts(o: &Options, default: &[u32], max: u32) -> Result<Vec<u32>, BenchError> {
+    let Some(v) = o.setting("workers") else { return Ok(default.to_vec()) };
+    let bad = || {
+        BenchError::Config(format!(
+            "--set workers={v}: give N (for 1..=N) or a list such as 1,5,10, each in 1..={max}"
+        ))
+    };
+    let list: Vec<u32> = v
+        .split(',')
+        .map(|n| n.trim().parse::<u32>().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    if list.iter().any(|&n| n == 0 || n > max) {
+        return Err(bad());
+    }
+    let mut counts = match list.as_slice() {
+        [n] => (1..=*n).collect(),
+        _ => list,
+    };
+    counts.sort_unstable();
+    counts.dedup();
+    Ok(counts)
+}
+
 /// Applications from `--set apps=a,b`, or `default`; each checked.
 pub fn apps(o: &Options, default: &[&str]) -> Result<Vec<String>, BenchError> {
     let list: Vec<String> = match o.setting("apps") {
@@ -176,6 +209,11 @@ pub fn policies(o: &Options, default: &[Policy]) -> Result<Vec<Policy>, BenchErr
     }
 }
 
+/// CPU time (user + system) of this process and of the children it waited for, so far.
+pub fn cpu_so_far() -> Duration {
+    process_cpu() + children_cpu()
+}
+
 /// CPU time (user + system) of this process so far.
 #[allow(unsafe_code)]
 pub fn process_cpu() -> Duration {
@@ -207,6 +245,9 @@ pub struct Testbed {
     pub run_s: f64,
     /// Statistics interval (ms): the measurement's granularity.
     pub interval_ms: u64,
+    /// Workers as processes of the `clasp` binary (the default: a run leaves nothing behind)
+    /// or as threads of this process.
+    pub processes: bool,
     /// Chains in flight per executor slot under an unthrottled input: enough to keep every
     /// slot busy. More would lengthen the queues and the drain at the end of a run, and make
     /// the completions come in waves (a worker serves its queue oldest first, so a closed loop
@@ -218,13 +259,22 @@ impl Testbed {
     /// The testbed `o` describes (`slots`, `exec_us`, `warmup_s`, `run_s`), in `regime`.
     pub fn new(o: &Options, regime: Regime) -> Result<Self, BenchError> {
         Ok(Self {
-            slots: count(o, "slots", 2, 1, 64)?,
+            slots: count(o, "slots", 1, 1, 64)?,
             exec_us: super::number(o, "exec_us", 400.0)?,
             regime,
             seed: o.seed,
             warmup_s: super::number(o, "warmup_s", if o.quick { 1.0 } else { 3.0 })?,
             run_s: super::number(o, "run_s", if o.quick { 2.0 } else { 8.0 })?,
             interval_ms: 250,
+            processes: match o.setting("launch") {
+                None | Some("processes") => true,
+                Some("threads") => false,
+                Some(v) => {
+                    return Err(BenchError::Config(format!(
+                        "--set launch={v}: use processes or threads"
+                    )));
+                }
+            },
             unthrottled_in_flight: 10,
         })
     }
@@ -233,12 +283,17 @@ impl Testbed {
     pub fn setup_lines(&self, o: &Options) -> Vec<String> {
         vec![
             format!(
-                "engine: runtime (planner and workers as threads of one process over loopback TCP), scale: {} (reduced), seed {}",
+                "engine: runtime (planner and workers over loopback TCP, workers as {}), scale: {} (reduced), seed {}",
+                if self.processes {
+                    "processes of the clasp binary"
+                } else {
+                    "threads of one process"
+                },
                 if o.quick { "quick" } else { "full" },
                 self.seed
             ),
             format!(
-                "emulated capacity: {} executor slots per worker; every operator sleeps {} us per record (holds its slot, not a core: spinning on 2 shared cores could not add capacity), one record per request; worker capacity W = {} us/s",
+                "emulated capacity: {} executor slot(s) per worker; every operator sleeps {} us per record (holds its slot, not a core: spinning on 2 shared cores could not add capacity), one record per request; worker capacity W = {} us/s (paper: 850,000)",
                 self.slots,
                 self.exec_us,
                 f64::from(self.slots) * 1e6
@@ -263,9 +318,29 @@ impl Testbed {
         Ok(p)
     }
 
+    /// How workers are started.
+    pub fn launch(&self) -> Result<Launch, BenchError> {
+        if self.processes { worker_processes() } else { Ok(worker_threads()) }
+    }
+
     /// What the policies plan with: this testbed's true costs and capacity.
     pub fn coefficients(&self) -> Coefficients {
         self.regime.coefficients(self.slots)
+    }
+
+    /// The online estimator, started at this testbed's true costs (as the paper starts its
+    /// estimator at the values it converges to, §5.1.1), normalized by them.
+    pub fn estimator(&self) -> EstimatorConfig {
+        let c = self.coefficients();
+        EstimatorConfig {
+            load_scale: c.capacity,
+            initial_capacity: c.capacity,
+            local_scale: c.alpha,
+            remote_scale: c.beta,
+            destinations_scale: c.gamma,
+            min_remote_rate: 0.0,
+            ..EstimatorConfig::default()
+        }
     }
 
     /// Planning parameters for at most `max_workers` workers.
@@ -311,7 +386,7 @@ impl Testbed {
     pub fn clasp_on(&self, p: &Pipeline, rate: f64, workers: u32) -> Result<Placement, BenchError> {
         let stats = self.spec_stats(p, rate, workers);
         let plan = self.plan_config(workers);
-        let input = self.input(p, &stats, rate, &plan);
+        let input = self.plan_input(p, &stats, rate, &plan);
         clasp_on_workers(Policy::Clasp, &input, workers)
             .map(|d| d.placement)
             .map_err(|e| BenchError::Run(format!("{}: CLASP on {workers} workers: {e}", p.name)))
@@ -328,12 +403,12 @@ impl Testbed {
         let stats = self.spec_stats(p, rate, max_workers);
         let plan = self.plan_config(max_workers);
         policy
-            .decide(&self.input(p, &stats, rate, &plan))
+            .decide(&self.plan_input(p, &stats, rate, &plan))
             .map(|d| d.placement)
             .map_err(|e| BenchError::Run(format!("{}: {policy}: {e}", p.name)))
     }
 
-    fn input<'a>(
+    fn plan_input<'a>(
         &self,
         p: &'a Pipeline,
         stats: &'a ObservedStats,
@@ -350,6 +425,52 @@ impl Testbed {
         }
     }
 
+    /// Starts a cluster running `placement` of `p` (epoch 1) with at most `in_flight` chains.
+    pub fn start(
+        &self,
+        p: &Pipeline,
+        placement: &Placement,
+        in_flight: usize,
+    ) -> Result<Cluster, BenchError> {
+        let err = |e: &dyn std::fmt::Display| BenchError::Run(format!("{}: {e}", p.name));
+        let mut c = Cluster::start(
+            p.clone(),
+            self.planner_config(in_flight),
+            Box::new(DiscardSink),
+            self.launch()?,
+            placement.workers as usize,
+            self.slots,
+        )
+        .map_err(|e| err(&e))?;
+        let keys = assign_keys(p, placement, KEY_GROUPS, None);
+        if let Err(e) =
+            c.planner.install(RoutingPlan { epoch: 1, placement: placement.clone(), keys })
+        {
+            c.pool.kill_all();
+            return Err(err(&e));
+        }
+        Ok(c)
+    }
+
+    /// `p`'s generated input at `rate` chains/s (`None`: unthrottled) for `secs` seconds.
+    pub fn input(&self, p: &Pipeline, rate: Option<f64>, secs: f64) -> Result<Input, BenchError> {
+        let count = rate.map_or(u64::MAX / 2, |r| (r * secs) as u64 + 16);
+        let def = clasp_apps::inputs::source(&p.name, None).map_err(BenchError::Config)?;
+        Ok(Input {
+            source: SourceId(0),
+            reader: def.generator(count, self.seed),
+            rate: Box::new(move |_| rate),
+        })
+    }
+
+    /// Chains in flight for a run at `rate` (`None`: unthrottled) on `workers` workers.
+    pub fn in_flight(&self, rate: Option<f64>, workers: u32) -> usize {
+        match rate {
+            Some(_) => 10_000,
+            None => self.unthrottled_in_flight * (self.slots * workers) as usize,
+        }
+    }
+
     /// Runs `placement` of `p` at `rate` chains/s (`None`: unthrottled) for the warm-up and
     /// the measured period.
     pub fn run(
@@ -360,44 +481,26 @@ impl Testbed {
     ) -> Result<Measured, BenchError> {
         let err = |e: &dyn std::fmt::Display| BenchError::Run(format!("{}: {e}", p.name));
         let secs = self.warmup_s + self.run_s;
-        let in_flight = match rate {
-            Some(_) => 10_000,
-            None => self.unthrottled_in_flight * (self.slots * placement.workers) as usize,
-        };
-        let mut c = Cluster::start(
-            p.clone(),
-            self.planner_config(in_flight),
-            Box::new(DiscardSink),
-            worker_threads(),
-            placement.workers as usize,
-            self.slots,
-        )
-        .map_err(|e| err(&e))?;
-        let keys = assign_keys(p, placement, 1024, None);
-        c.planner
-            .install(RoutingPlan { epoch: 1, placement: placement.clone(), keys })
-            .map_err(|e| err(&e))?;
-        let count = rate.map_or(u64::MAX / 2, |r| (r * secs) as u64 + 16);
-        let def = clasp_apps::inputs::source(&p.name, None).map_err(BenchError::Config)?;
-        let input = Input {
-            source: SourceId(0),
-            reader: def.generator(count, self.seed),
-            rate: Box::new(move |_| rate),
-        };
+        let (cpu0, wall0) = (cpu_so_far(), Instant::now());
+        let mut c = self.start(p, placement, self.in_flight(rate, placement.workers))?;
+        let input = self.input(p, rate, secs)?;
         let mut samples = Vec::new();
-        let (cpu0, wall0) = (process_cpu(), Instant::now());
-        let summary = c
-            .planner
-            .run(
-                vec![input],
-                Some(Duration::from_secs_f64(secs)),
-                |g| samples.push(Sample::of(g)),
-                |_, _| Ok(()),
-            )
-            .map_err(|e| err(&e))?;
-        let cpu_cores = (process_cpu() - cpu0).as_secs_f64() / wall0.elapsed().as_secs_f64();
+        let run = c.planner.run(
+            vec![input],
+            Some(Duration::from_secs_f64(secs)),
+            |g| samples.push(Sample::of(g)),
+            |_, _| Ok(()),
+        );
+        let summary = match run {
+            Ok(s) => s,
+            Err(e) => {
+                c.pool.kill_all();
+                return Err(err(&e));
+            }
+        };
         let stats = c.planner.observed(self.run_s);
         c.shutdown().map_err(|e| err(&e))?;
+        let cpu_cores = (cpu_so_far() - cpu0).as_secs_f64() / wall0.elapsed().as_secs_f64();
         Ok(Measured::new(&samples, self.warmup_s, secs, cpu_cores, summary, stats))
     }
 }
@@ -446,7 +549,7 @@ pub struct Measured {
     pub p95_ms: f64,
     /// Remote share of chained requests.
     pub remote_share: f64,
-    /// Cores of this machine the whole process used (planner, workers, emulation).
+    /// Cores of this machine the run used (planner, workers, emulation), start to shutdown.
     pub cpu_cores: f64,
     /// Measured intervals.
     pub intervals: usize,
@@ -538,6 +641,18 @@ mod tests {
         assert!(e.contains("slots=0") && e.contains("1..=64"), "{e}");
         let e = apps(&opts(&[("apps", "wc,nope")]), &["wc"]).unwrap_err().to_string();
         assert!(e.contains("nope"), "{e}");
+        let e = worker_counts(&opts(&[("workers", "0")]), &[1], 16).unwrap_err().to_string();
+        assert!(e.contains("workers=0"), "{e}");
+        assert!(worker_counts(&opts(&[("workers", "1,x")]), &[1], 16).is_err());
+        assert!(worker_counts(&opts(&[("workers", "17")]), &[1], 16).is_err());
+    }
+
+    #[test]
+    fn worker_counts_take_a_maximum_or_a_list() {
+        assert_eq!(worker_counts(&opts(&[]), &[1, 2], 16).unwrap(), [1, 2]);
+        assert_eq!(worker_counts(&opts(&[("workers", "3")]), &[1], 16).unwrap(), [1, 2, 3]);
+        let list = worker_counts(&opts(&[("workers", "10,1,5,5")]), &[1], 16).unwrap();
+        assert_eq!(list, [1, 5, 10]);
     }
 
     #[test]

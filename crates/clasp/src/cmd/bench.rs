@@ -72,6 +72,8 @@ fn runtime(experiment: &str, opts: &Options) -> Result<Output, BenchError> {
     use clasp_bench::runtime as rt;
     let report = match experiment {
         "scaling" => return rt::scaling::run(opts),
+        "placement" => return rt::placement::run(opts),
+        "worker-count" => return rt::worker_count::run(opts),
         "dispatch" => rt::dispatch::run(opts)?,
         "wc" => rt::wc::run(opts)?,
         "migration" => rt::migration::run(opts)?,
