@@ -8,6 +8,7 @@ pub mod migration;
 pub mod placement;
 pub mod scaling;
 pub mod testbed;
+pub mod validate;
 pub mod wc;
 pub mod worker_count;
 

@@ -451,6 +451,10 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
             rejects.clear();
         }
         out.finish(req.credit);
+        if shared.settings.dispatch_cost.is_some() {
+            // The emulated dispatch cost was just spent: it is not the next execution's time.
+            clock = Instant::now();
+        }
         out.recycle(req.batch);
         out.flush_remote_due(clock);
         out.flush_planner_due(clock);

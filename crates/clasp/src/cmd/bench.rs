@@ -74,6 +74,7 @@ fn runtime(experiment: &str, opts: &Options) -> Result<Output, BenchError> {
         "scaling" => return rt::scaling::run(opts),
         "placement" => return rt::placement::run(opts),
         "worker-count" => return rt::worker_count::run(opts),
+        "validate" => return rt::validate::run(opts),
         "dispatch" => rt::dispatch::run(opts)?,
         "wc" => rt::wc::run(opts)?,
         "migration" => rt::migration::run(opts)?,
