@@ -7,6 +7,7 @@ pub mod end_to_end;
 pub mod migration;
 pub mod placement;
 pub mod scaling;
+pub mod state_locality;
 pub mod testbed;
 pub mod validate;
 pub mod wc;
