@@ -43,7 +43,7 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
     let regimes = testbed::regimes(o)?;
     let apps = testbed::apps(o, if o.quick { &["wc"] } else { &["wc", "sd", "nwm", "syn"] })?;
     let policies = testbed::policies(o, &POLICIES)?;
-    let workers = testbed::count(o, "workers", if o.quick { 3 } else { 4 }, 1, 16)?;
+    let workers = testbed::count(o, "workers", 10, 1, 16)?;
     let beds: Vec<Testbed> =
         regimes.iter().map(|&r| Testbed::new(o, r)).collect::<Result<_, _>>()?;
     let mut progress = Progress::new("placement", apps.len() * beds.len() * policies.len());

@@ -49,7 +49,7 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
     let regimes = testbed::regimes(o)?;
     let apps = testbed::apps(o, if o.quick { &["syn"] } else { &["syn", "wc", "sd"] })?;
     let mut counts =
-        testbed::worker_counts(o, if o.quick { &[1, 2, 3] } else { &[1, 2, 3, 5, 8, 10] }, 16)?;
+        testbed::worker_counts(o, if o.quick { &[1, 5, 10] } else { &[1, 2, 3, 5, 8, 10] }, 16)?;
     if counts[0] != 1 {
         // Everything is relative to one worker.
         counts.insert(0, 1);

@@ -50,7 +50,7 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
     let default: &[&str] =
         if o.quick { &["wc", "pl"] } else { &["wc", "sd", "aa", "pl", "nwm", "etl"] };
     let apps = testbed::apps(o, default)?;
-    let workers = testbed::count(o, "workers", if o.quick { 3 } else { 5 }, 1, 16)?;
+    let workers = testbed::count(o, "workers", 10, 1, 16)?;
     let extra = super::number(o, "remote_state_us", PAPER_REMOTE_STATE_US)?;
     let beds: Vec<Testbed> =
         regimes.iter().map(|&r| Testbed::new(o, r)).collect::<Result<_, _>>()?;

@@ -2,8 +2,8 @@
 //! worker counts on the emulated testbed ([`super::testbed`]).
 //!
 //! For every application, CLASP's placement over exactly `n` workers runs unthrottled for
-//! `n = 1..=N` (N = 3 quick, 5 full; the paper: 10); the largest throughput is the
-//! application's maximum and the rate levels are fractions of it (3 levels quick, 5 full; the
+//! `n = 1..=N` (N = 3 quick, 6 full; the paper: 10); the largest throughput is the
+//! application's maximum and the rate levels are fractions of it (3 levels quick, 6 full; the
 //! paper: 10). The observed optimal worker count (OOWC) of a level is the fewest workers whose
 //! maximum reaches it. Then every policy runs elastically at each source level on a live
 //! cluster — starting on one worker, its first decision after the warm-up, its own placement
@@ -46,11 +46,11 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
     } else {
         testbed::regimes(o)?
     };
-    let levels = testbed::count(o, "levels", if o.quick { 3 } else { 5 }, 2, 10)?;
+    let levels = testbed::count(o, "levels", if o.quick { 3 } else { 6 }, 2, 10)?;
     let plan = Plan {
         apps: testbed::apps(o, if o.quick { &["wc"] } else { &["wc", "syn"] })?,
         policies: testbed::policies(o, &POLICIES)?,
-        max_workers: testbed::count(o, "workers", if o.quick { 3 } else { 5 }, 1, 16)?,
+        max_workers: testbed::count(o, "workers", if o.quick { 3 } else { 6 }, 1, 16)?,
         levels: (1..=levels).map(|l| f64::from(l) / f64::from(levels)).collect(),
     };
     let beds: Vec<Testbed> =
