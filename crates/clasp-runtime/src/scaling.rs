@@ -299,8 +299,10 @@ impl Scaler {
         });
     }
 
-    /// Observed statistics of the decision window, with what the baselines need.
-    fn decision_stats(&self, planner: &Planner) -> ObservedStats {
+    /// Observed statistics of the decision window, with what the baselines need: what the
+    /// policy decides from (public so that an experiment can ask the policy what it would
+    /// decide for other rates).
+    pub fn decision_stats(&self, planner: &Planner) -> ObservedStats {
         let mut stats = planner.observed(self.config.window_s);
         stats.coefficients = Some(self.estimator.coefficients());
         if !self.saturated_rates.is_empty() {

@@ -84,6 +84,160 @@ fn bad_input_is_a_clear_error_before_anything_runs() {
     assert!(e.contains("KEY=VALUE"), "{e}");
     let e = sim(&["dispatch"]);
     assert!(e.contains("only on the runtime engine"), "{e}");
-    let e = fails(&["scaling", "--engine", "runtime"]);
-    assert!(e.contains("not available on the runtime engine yet"), "{e}");
+    let e = fails(&["scaling", "--engine", "runtime", "--set", "speed=9"]);
+    assert!(e.contains("unknown setting `speed`") && e.contains("dispatch_cost"), "{e}");
+    let e = fails(&["placement", "--engine", "runtime", "--set", "workers=0"]);
+    assert!(e.contains("workers=0"), "{e}");
+    let e = fails(&["scaling", "--engine", "runtime", "--set", "dispatch_cost=remote=x"]);
+    assert!(e.contains("dispatch_cost=remote=x"), "{e}");
+    let e = fails(&["validate", "--engine", "runtime", "--set", "loads=1.5"]);
+    assert!(e.contains("loads=1.5"), "{e}");
+}
+
+/// Runs a quick runtime experiment with `settings` (short runs on few workers) and returns its
+/// markdown and output directory; checks that it wrote its CSV, PNG and markdown.
+fn runtime_quick(experiment: &str, settings: &[&str]) -> (String, PathBuf) {
+    let dir = temp_dir(&format!("rt-{experiment}"));
+    let mut args = vec![
+        "bench",
+        experiment,
+        "--quick",
+        "--out",
+        dir.to_str().unwrap(),
+        "--set",
+        "warmup_s=0.5",
+    ];
+    for s in settings {
+        args.extend_from_slice(&["--set", s]);
+    }
+    let o = clasp(&args);
+    assert!(o.status.success(), "{experiment}: {}", stderr(&o));
+    let md = String::from_utf8(o.stdout).unwrap();
+    assert!(md.contains("engine: runtime") || md.contains("engine runtime"), "{md}");
+    let files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    for ext in [".csv", ".png"] {
+        assert!(files.iter().any(|f| f.ends_with(ext)), "{experiment}: no {ext} in {files:?}");
+    }
+    assert!(files.contains(&format!("{experiment}.md")), "{files:?}");
+    (md, dir)
+}
+
+/// The rows of the markdown table that follows `## name`.
+fn table_rows(md: &str, name: &str) -> Vec<Vec<String>> {
+    let start = md.find(&format!("## {name}\n")).unwrap_or_else(|| panic!("no table {name}: {md}"));
+    md[start..]
+        .lines()
+        .skip(4)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split('|').map(|c| c.trim().to_owned()).collect())
+        .collect()
+}
+
+/// Cell `i` of `row` as a positive, finite number.
+fn positive(row: &[String], i: usize) -> f64 {
+    let x: f64 = row[i].parse().unwrap_or_else(|_| panic!("cell {i} of {row:?}"));
+    assert!(x.is_finite() && x > 0.0, "cell {i} of {row:?}");
+    x
+}
+
+#[test]
+fn runtime_scaling_reports_every_worker_count_in_both_regimes() {
+    let (md, dir) = runtime_quick("scaling", &["workers=1,2", "warmup_s=0.5", "run_s=1"]);
+    let rows = table_rows(&md, "scaling");
+    assert_eq!(rows.len(), 4, "{md}");
+    for (row, (regime, workers)) in
+        rows.iter().zip([("native", "1"), ("native", "2"), ("emulated", "1"), ("emulated", "2")])
+    {
+        assert_eq!((row[0].as_str(), row[1].as_str(), row[2].as_str()), ("syn", regime, workers));
+        positive(row, 3);
+        positive(row, 8);
+    }
+    assert_eq!(rows[0][4], "1.00");
+    assert!(md.contains("EMULATED dispatch costs: local 38.5 us, remote 275 us"), "{md}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn runtime_placement_and_state_locality_run_each_policy_and_state_mode() {
+    let (md, dir) = runtime_quick(
+        "placement",
+        &["workers=2", "warmup_s=0.5", "run_s=1", "policies=clasp,faasflow", "dispatch_cost=paper"],
+    );
+    let rows = table_rows(&md, "placement");
+    assert_eq!(rows.len(), 2, "{md}");
+    assert_eq!((rows[0][2].as_str(), rows[1][2].as_str()), ("clasp", "faasflow"));
+    assert!(rows.iter().all(|r| r[1] == "emulated"), "{md}");
+    positive(&rows[1], 4);
+    assert!(md.contains("EMULATED"), "{md}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (md, dir) = runtime_quick(
+        "state-locality",
+        &["apps=wc", "workers=2", "warmup_s=0.5", "run_s=1", "dispatch_cost=native"],
+    );
+    let rows = table_rows(&md, "state-locality");
+    assert_eq!(rows.len(), 1, "{md}");
+    assert_eq!((rows[0][0].as_str(), rows[0][1].as_str()), ("wc", "native"));
+    assert!(positive(&rows[0], 2) > 50.0, "WC's count touches state: {md}");
+    positive(&rows[0], 3);
+    positive(&rows[0], 4);
+    assert!(!md.contains("EMULATED dispatch"), "native only: {md}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn runtime_worker_count_predicts_every_other_level() {
+    let (md, dir) = runtime_quick(
+        "worker-count",
+        &["workers=2", "levels=2", "warmup_s=0.5", "run_s=1", "policies=clasp"],
+    );
+    let rows = table_rows(&md, "worker-count-transitions");
+    assert!(!rows.is_empty() && rows.len() <= 2, "{md}");
+    for r in &rows {
+        assert_eq!((r[0].as_str(), r[1].as_str(), r[2].as_str()), ("emulated", "wc", "clasp"));
+        let (predicted, optimal): (u32, u32) = (r[6].parse().unwrap(), r[7].parse().unwrap());
+        assert!((1..=2).contains(&predicted) && (1..=2).contains(&optimal), "{r:?}");
+        assert_eq!(r[8].parse::<u32>().unwrap(), predicted.abs_diff(optimal));
+    }
+    assert_eq!(table_rows(&md, "worker-count-maxima").len(), 2, "{md}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn runtime_validate_compares_the_simulator_with_numbers_and_a_verdict() {
+    let (md, dir) = runtime_quick("validate", &["warmup_s=0.5", "run_s=1", "dispatch_cost=native"]);
+    let rows = table_rows(&md, "validate-runtime");
+    assert_eq!(rows.len(), 2, "{md}");
+    for r in &rows {
+        positive(r, 4);
+        positive(r, 5);
+        let diff: f64 = r[7].parse().unwrap();
+        if (diff.abs() - 15.0).abs() > 0.1 {
+            assert_eq!(r[8] == "yes", diff.abs() <= 15.0, "{r:?}");
+        }
+    }
+    assert!(md.contains("PASS: all 2") || md.contains("FAIL: "), "{md}");
+    assert!(md.contains("calibrated hop delays"), "{md}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn runtime_end_to_end_says_when_dispatch_costs_are_emulated() {
+    let (md, dir) = runtime_quick(
+        "end-to-end",
+        &["policies=clasp,faasflow", "stage_scale=0.04", "dispatch_cost=paper"],
+    );
+    let rows = table_rows(&md, "end_to_end");
+    assert_eq!(rows.len(), 2, "{md}");
+    assert!(rows.iter().all(|r| r[0] == "emulated"), "{md}");
+    for r in &rows {
+        let (done, offered) = r[8].split_once('/').unwrap();
+        assert_eq!(done, offered, "every input completes: {r:?}");
+    }
+    assert!(md.contains("EMULATED dispatch costs: local 38.5 us"), "{md}");
+    let ratios = table_rows(&md, "end_to_end_ratios");
+    assert_eq!((ratios[0][0].as_str(), ratios[0][1].as_str()), ("emulated", "faasflow"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

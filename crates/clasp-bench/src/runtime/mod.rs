@@ -5,7 +5,13 @@ pub mod coefficients;
 pub mod dispatch;
 pub mod end_to_end;
 pub mod migration;
+pub mod placement;
+pub mod scaling;
+pub mod state_locality;
+pub mod testbed;
+pub mod validate;
 pub mod wc;
+pub mod worker_count;
 
 use crate::BenchError;
 use clasp_core::Pipeline;

@@ -93,6 +93,8 @@ pub struct Outbox {
     sinks: Vec<Batch>,
     sink_records: usize,
     credits: Vec<CreditReturn>,
+    /// When the executor first saw its oldest buffered credit (see [`CREDIT_DEADLINE`]).
+    oldest_credit: Option<Instant>,
 }
 
 impl std::fmt::Debug for Outbox {
@@ -109,6 +111,11 @@ const TIME_EVERY: u32 = 8;
 /// Remote chained requests sent together at most.
 const REMOTE_BATCH: usize = 64;
 const CREDIT_FLUSH: usize = 256;
+/// Longest a finished chain's credit waits in a busy executor before it goes to the planner.
+/// Without a deadline an executor that never idles holds up to [`CREDIT_FLUSH`] completions,
+/// and a planner at its in-flight limit waits for them: a closed loop (an unthrottled input
+/// with fewer chains in flight than executors can hold) runs in stop-and-go bursts.
+const CREDIT_DEADLINE: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl Outbox {
     fn new(shared: Arc<WorkerShared>, counters: Arc<ExecCounters>, seed: u64) -> Self {
@@ -135,6 +142,7 @@ impl Outbox {
             sinks,
             sink_records: 0,
             credits: Vec::new(),
+            oldest_credit: None,
         }
     }
 
@@ -324,9 +332,23 @@ impl Outbox {
         }
     }
 
+    /// Sends buffered credit (and sink records) once the oldest credit has waited
+    /// [`CREDIT_DEADLINE`] by `now`, counted from the first execution end that saw it.
+    fn flush_planner_due(&mut self, now: Instant) {
+        if self.credits.is_empty() {
+            return;
+        }
+        match self.oldest_credit {
+            None => self.oldest_credit = Some(now),
+            Some(t) if now.saturating_duration_since(t) >= CREDIT_DEADLINE => self.flush_planner(),
+            Some(_) => {}
+        }
+    }
+
     /// Sends buffered sink records, then buffered credit (in that order, on one connection, so
     /// a chain is never complete at the planner before its outputs arrived).
     pub fn flush_planner(&mut self) {
+        self.oldest_credit = None;
         if self.sink_records > 0 {
             for (i, b) in self.sinks.iter_mut().enumerate() {
                 if !b.is_empty() {
@@ -443,8 +465,13 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
             rejects.clear();
         }
         out.finish(req.credit);
+        if shared.settings.dispatch_cost.is_some() {
+            // The emulated dispatch cost was just spent: it is not the next execution's time.
+            clock = Instant::now();
+        }
         out.recycle(req.batch);
         out.flush_remote_due(clock);
+        out.flush_planner_due(clock);
         finished = Some(op);
     }
 }

@@ -71,11 +71,16 @@ pub fn run(args: &Args) -> Result<()> {
 fn runtime(experiment: &str, opts: &Options) -> Result<Output, BenchError> {
     use clasp_bench::runtime as rt;
     let report = match experiment {
+        "scaling" => return rt::scaling::run(opts),
+        "placement" => return rt::placement::run(opts),
+        "worker-count" => return rt::worker_count::run(opts),
+        "validate" => return rt::validate::run(opts),
+        "state-locality" => return rt::state_locality::run(opts),
         "dispatch" => rt::dispatch::run(opts)?,
         "wc" => rt::wc::run(opts)?,
         "migration" => rt::migration::run(opts)?,
         "coefficients" => rt::coefficients::run(opts)?,
-        "end-to-end" => rt::end_to_end::run(opts)?,
+        "end-to-end" => return rt::end_to_end::run(opts),
         other => {
             return Err(BenchError::Config(format!(
                 "`{other}` is not available on the runtime engine yet; use --engine sim"

@@ -1,0 +1,404 @@
+//! `validate` on the runtime: the simulator against the runtime on small configurations both
+//! can run (issue 6, item 2): the same pipeline, the same placement, the same emulated
+//! service times and the runtime's own dispatch costs and delays. Unthrottled throughput and
+//! median latency at fixed input rates must agree within 15 %.
+//!
+//! Everything the simulator is given comes from this machine, measured in the same command:
+//!
+//! - **service times**: each operator's mean execution time as the runtime's workers reported
+//!   it in the run being compared (`Model::from_stats` on the runtime's observed statistics,
+//!   which also carry the real fan-out, e.g. words per line);
+//! - **α, β**: this runtime's dispatch CPU (`clasp bench dispatch`), plus the emulated costs
+//!   when they are on; γ is left out of the emulated case (fan-out 0), because the simulator
+//!   charges γ to a worker's CPU while the runtime's emulation holds an executor slot with it,
+//!   which are the same only when executions use the CPU;
+//! - **delays**: a calibration run of a SYN chain at low load on one worker (every hop local)
+//!   and alternating over two workers (every hop remote) gives the runtime's local and remote
+//!   hop delays (planner → worker counts as remote, as in the simulator);
+//! - **capacity**: W = slots × 10⁶ µs/s, the executions sleeping, as on the testbed.
+//!
+//! Both run paced arrivals (the runtime's sources are paced), the same warm-up and measured
+//! period, the same chains in flight.
+
+use super::testbed::{self, Measured, Regime, Testbed, UNTHROTTLED_RATE};
+use crate::plot::{Chart, Series};
+use crate::progress::Progress;
+use crate::report::{Output, Report, Table, num};
+use crate::{BenchError, Options};
+use clasp_core::pattern::RatePattern;
+use clasp_core::placement::{OperatorPlacement, Placement, Share};
+use clasp_core::{Pipeline, WorkerId};
+use clasp_runtime::wire::DispatchCost;
+use clasp_sim::{Arrivals, Deployment, Model, ServiceDist, SimConfig, SimSummary, Simulation};
+
+/// Largest relative difference between simulator and runtime that passes.
+pub const BOUND: f64 = 0.15;
+
+/// The runtime's hop delays (µs), as the simulator takes them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Delays {
+    /// A chained request to the same worker.
+    pub local_us: f64,
+    /// A request between two nodes (planner → worker, worker → worker).
+    pub remote_us: f64,
+}
+
+/// One comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    /// Application.
+    pub app: String,
+    /// `native` or `emulated`.
+    pub regime: &'static str,
+    /// Workers.
+    pub workers: u32,
+    /// What is compared.
+    pub metric: String,
+    /// The runtime's value.
+    pub runtime: f64,
+    /// The simulator's value.
+    pub simulated: f64,
+    /// Unit of both.
+    pub unit: &'static str,
+}
+
+impl Check {
+    /// (simulated − runtime) / runtime.
+    pub fn difference(&self) -> f64 {
+        (self.simulated - self.runtime) / self.runtime
+    }
+
+    /// Whether both are positive numbers within [`BOUND`] of each other.
+    pub fn passes(&self) -> bool {
+        self.runtime > 0.0 && self.simulated > 0.0 && self.difference().abs() <= BOUND
+    }
+}
+
+/// The emulated regime of the comparison: the paper's α and β, no fan-out cost.
+fn emulated_without_fanout() -> Regime {
+    let mut r = Regime::paper();
+    if let Some(c) = r.cost.as_mut() {
+        c.fanout_us = 0.0;
+    }
+    r
+}
+
+/// Runs the experiment.
+pub fn run(o: &Options) -> Result<Output, BenchError> {
+    let mut keys = testbed::TESTBED_KEYS.to_vec();
+    keys.extend(["workers", "loads"]);
+    testbed::check_keys(o, "validate", &keys)?;
+    let regimes = match o.setting("dispatch_cost") {
+        None => vec![Regime::native(), emulated_without_fanout()],
+        Some(_) => testbed::regimes(o)?,
+    };
+    let apps = testbed::apps(o, if o.quick { &["syn"] } else { &["syn", "wc"] })?;
+    let workers = testbed::count(o, "workers", 2, 1, 8)?;
+    let loads = loads(o)?;
+    let native = Testbed::new(o, Regime::native())?;
+    let cases = apps.len() * regimes.len();
+    let mut progress = Progress::new("validate", 2 + cases * (1 + loads.len()));
+    let delays = calibrate(&native, &mut progress)?;
+    let mut checks = Vec::new();
+    for app in &apps {
+        for &regime in &regimes {
+            let bed = Testbed::new(o, regime)?;
+            checks.extend(compare(app, &bed, workers, &loads, delays, &mut progress)?);
+        }
+    }
+    let mut setup = native.setup_lines(o);
+    for r in &regimes {
+        setup.push(format!("regime `{}`: {}", r.label(), r.describe()));
+    }
+    setup.push(format!(
+        "CLASP's placement over exactly {workers} workers, the same in both; unthrottled throughput and median latency at {} of the runtime's maximum; bound {:.0} %",
+        loads.iter().map(|l| format!("{:.0} %", 100.0 * l)).collect::<Vec<_>>().join(" and "),
+        100.0 * BOUND
+    ));
+    setup.push(format!(
+        "simulator given: the runtime's measured execution times and fan-out per operator, alpha {} us and beta {} us of dispatch CPU (plus the emulated costs), calibrated hop delays local {} us and remote {} us, W = slots x 10^6 us/s, deterministic sleeping executions, paced arrivals",
+        testbed::NATIVE_ALPHA_US,
+        testbed::NATIVE_BETA_US,
+        num(delays.local_us, 1),
+        num(delays.remote_us, 1)
+    ));
+    let report = Report {
+        title: "validate on the runtime: the simulator against the runtime".into(),
+        setup,
+        tables: vec![table(&checks)],
+        notes: notes(&checks),
+    };
+    Ok(Output { report, charts: vec![chart(&checks)] })
+}
+
+/// The loads of the latency comparisons: `--set loads=0.3,0.7`, or 0.5 (quick) / 0.3 and 0.7.
+fn loads(o: &Options) -> Result<Vec<f64>, BenchError> {
+    let Some(v) = o.setting("loads") else {
+        return Ok(if o.quick { vec![0.5] } else { vec![0.3, 0.7] });
+    };
+    let bad =
+        || BenchError::Config(format!("--set loads={v}: give fractions in (0, 1), e.g. 0.3,0.7"));
+    v.split(',')
+        .map(|x| x.trim().parse::<f64>().ok().filter(|x| *x > 0.0 && *x < 1.0).ok_or_else(bad))
+        .collect()
+}
+
+/// Operator `i` of `p` on worker `i % workers`, one instance each.
+fn alternating(p: &Pipeline, workers: u32) -> Placement {
+    Placement {
+        workers,
+        operators: p
+            .operators
+            .iter()
+            .map(|o| OperatorPlacement {
+                operator: o.id,
+                demand: 0.0,
+                shares: vec![Share {
+                    worker: WorkerId(o.id.0 % workers),
+                    share: 0.0,
+                    fraction: 1.0,
+                    instances: 1,
+                }],
+            })
+            .collect(),
+    }
+}
+
+/// Sum of the mean execution times of `p`'s operators in a run (µs).
+fn execution_us(m: &Measured) -> f64 {
+    m.summary.operators.iter().map(|o| o.mean_exec_us).sum()
+}
+
+/// The runtime's hop delays from two SYN runs at 20 % of one worker's capacity (no queueing
+/// under paced arrivals): all on one worker (the planner hop plus nine local hops) and
+/// alternating over two (ten remote hops); each median latency less the executions.
+fn calibrate(bed: &Testbed, progress: &mut Progress) -> Result<Delays, BenchError> {
+    let p = bed.pipeline("syn")?;
+    let hops = p.operators.len() as f64;
+    let rate = 0.2 * f64::from(bed.slots) * 1e6 / (hops * bed.exec_us);
+    progress.step("calibration: SYN on one worker (local hops)");
+    let local = bed.run(&p, &alternating(&p, 1), Some(rate))?;
+    progress.step("calibration: SYN alternating over two workers (remote hops)");
+    let remote = bed.run(&p, &alternating(&p, 2), Some(rate))?;
+    let remote_us = ((remote.p50_ms * 1e3 - execution_us(&remote)) / hops).max(0.0);
+    let local_us =
+        ((local.p50_ms * 1e3 - execution_us(&local) - remote_us) / (hops - 1.0)).max(0.0);
+    Ok(Delays { local_us, remote_us })
+}
+
+/// The runtime and the simulator on one application in one regime: unthrottled throughput,
+/// then median latency at each load.
+fn compare(
+    app: &str,
+    bed: &Testbed,
+    workers: u32,
+    loads: &[f64],
+    delays: Delays,
+    progress: &mut Progress,
+) -> Result<Vec<Check>, BenchError> {
+    let p = bed.pipeline(app)?;
+    let placement = bed.clasp_on(&p, UNTHROTTLED_RATE, workers)?;
+    let check = |metric: String, runtime: f64, simulated: f64, unit| Check {
+        app: app.to_owned(),
+        regime: bed.regime.label(),
+        workers,
+        metric,
+        runtime,
+        simulated,
+        unit,
+    };
+    progress.step(&format!("{app} {} unthrottled", bed.regime.label()));
+    let rt = bed.run(&p, &placement, None)?;
+    let sim = simulate(&p, &placement, &rt, None, bed, delays)?;
+    let mut out =
+        vec![check("unthrottled throughput".into(), rt.throughput, sim.throughput, "chains/s")];
+    for &load in loads {
+        progress.step(&format!("{app} {} at {:.0} %", bed.regime.label(), 100.0 * load));
+        let rate = load * rt.throughput;
+        let at = bed.run(&p, &placement, Some(rate))?;
+        let sim = simulate(&p, &placement, &at, Some(rate), bed, delays)?;
+        out.push(check(
+            format!("median latency at {:.0} % ({} chains/s)", 100.0 * load, num(rate, 0)),
+            at.p50_ms,
+            sim.latency.p50_us as f64 / 1e3,
+            "ms",
+        ));
+    }
+    Ok(out)
+}
+
+/// The simulator's run of what `measured` ran: the same pipeline, placement, rate, run
+/// lengths and chains in flight, with the runtime's execution times, costs and delays.
+fn simulate(
+    p: &Pipeline,
+    placement: &Placement,
+    measured: &Measured,
+    rate: Option<f64>,
+    bed: &Testbed,
+    delays: Delays,
+) -> Result<SimSummary, BenchError> {
+    let in_flight = bed.in_flight(rate, placement.workers);
+    let cfg = SimConfig {
+        slots: bed.slots,
+        costs: costs(bed),
+        local_delay_us: delays.local_us,
+        remote_delay_us: delays.remote_us,
+        max_workers: placement.workers,
+        service: ServiceDist::Deterministic,
+        default_exec_us: bed.exec_us,
+        arrivals: Arrivals::Paced,
+        max_in_flight: in_flight as u32,
+        planner_queue: bed.planner_config(in_flight).queue_capacity as u32,
+        interval_s: bed.interval_ms as f64 / 1e3,
+        window_s: bed.run_s,
+        saturation_queue: 50.0,
+        saturation_wait_ms: 20.0,
+        duration_s: bed.warmup_s + bed.run_s,
+        warmup_s: bed.warmup_s,
+        seed: bed.seed,
+        ..SimConfig::default()
+    };
+    let model = Model::from_stats(p, &measured.stats, &cfg);
+    let pattern = rate.map_or_else(RatePattern::unthrottled, RatePattern::constant);
+    let sim = Simulation::new(p, model, cfg, pattern, Deployment::Static(placement.clone()))
+        .map_err(|e| BenchError::Run(format!("{}: simulator: {e}", p.name)))?;
+    Ok(sim.run())
+}
+
+/// The simulated machines' costs: the runtime's α and β plus the emulated ones (fan-out
+/// excluded, see the module docs), capacity slots × 10⁶ µs/s.
+fn costs(bed: &Testbed) -> clasp_core::stats::Coefficients {
+    let mut c = bed.coefficients();
+    let fanout = bed.regime.cost.map_or(0.0, |d: DispatchCost| d.fanout_us);
+    c.gamma = fanout;
+    c
+}
+
+fn table(checks: &[Check]) -> Table {
+    let mut t = Table::new(
+        "validate-runtime",
+        &[
+            "app",
+            "dispatch costs",
+            "workers",
+            "metric",
+            "runtime",
+            "simulator",
+            "unit",
+            "difference (%)",
+            "within 15 %",
+        ],
+    );
+    for c in checks {
+        t.row(vec![
+            c.app.clone(),
+            c.regime.into(),
+            c.workers.to_string(),
+            c.metric.clone(),
+            num(c.runtime, 2),
+            num(c.simulated, 2),
+            c.unit.into(),
+            num(100.0 * c.difference(), 1),
+            if c.passes() { "yes" } else { "NO" }.into(),
+        ]);
+    }
+    t
+}
+
+fn chart(checks: &[Check]) -> Chart {
+    let labels: Vec<String> = checks
+        .iter()
+        .map(|c| {
+            let what = if c.unit == "ms" { "p50" } else { "max" };
+            format!("{} {} {what}", c.app, c.regime)
+        })
+        .collect();
+    Chart::bars(
+        "Simulator vs runtime: difference (bound +-15 %)",
+        "comparison (app, costs, metric)",
+        "simulator - runtime (% of runtime)",
+    )
+    .named("validate-runtime")
+    .categories(&labels)
+    .series(Series::new("difference", checks.iter().map(|c| 100.0 * c.difference()).collect()))
+}
+
+fn notes(checks: &[Check]) -> Vec<String> {
+    let failed: Vec<&Check> = checks.iter().filter(|c| !c.passes()).collect();
+    let worst = checks.iter().map(|c| c.difference().abs()).fold(0.0, f64::max);
+    let verdict = if failed.is_empty() {
+        format!(
+            "PASS: all {} comparisons within {:.0} % (largest difference {:.1} %).",
+            checks.len(),
+            100.0 * BOUND,
+            100.0 * worst
+        )
+    } else {
+        let names: Vec<String> = failed
+            .iter()
+            .map(|c| {
+                format!("{} {} {} ({:+.1} %)", c.app, c.regime, c.metric, 100.0 * c.difference())
+            })
+            .collect();
+        format!(
+            "FAIL: {} of {} comparisons outside {:.0} %: {}.",
+            failed.len(),
+            checks.len(),
+            100.0 * BOUND,
+            names.join("; ")
+        )
+    };
+    vec![
+        verdict,
+        "What the simulator does not model: the runtime's per-request CPU outside the measured execution (scheduler, wake-ups, the last 20 us of each sleep spun), an executor holding remote requests until its current execution ends when it is busy (up to one execution per remote hop at higher loads), and the timing noise of a shared 2-core machine; runs of a few seconds also carry sampling noise.".into(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(runtime: f64, simulated: f64) -> Check {
+        Check {
+            app: "syn".into(),
+            regime: "native",
+            workers: 2,
+            metric: "m".into(),
+            runtime,
+            simulated,
+            unit: "ms",
+        }
+    }
+
+    #[test]
+    fn checks_pass_within_the_bound_only() {
+        assert!(check(100.0, 114.0).passes() && check(100.0, 86.0).passes());
+        assert!(!check(100.0, 116.0).passes() && !check(100.0, 84.0).passes());
+        assert!(!check(0.0, 0.0).passes() && !check(100.0, f64::NAN).passes());
+        assert!((check(100.0, 110.0).difference() - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn notes_say_pass_or_fail_with_numbers() {
+        let n = notes(&[check(100.0, 105.0)]);
+        assert!(n[0].starts_with("PASS") && n[0].contains("5.0 %"), "{}", n[0]);
+        let n = notes(&[check(100.0, 105.0), check(100.0, 130.0)]);
+        assert!(n[0].starts_with("FAIL: 1 of 2") && n[0].contains("+30.0 %"), "{}", n[0]);
+    }
+
+    #[test]
+    fn the_emulated_comparison_has_no_fanout_cost() {
+        let r = emulated_without_fanout();
+        let c = r.cost.unwrap();
+        assert_eq!((c.local_us, c.remote_us, c.fanout_us), (38.5, 275.0, 0.0));
+    }
+
+    #[test]
+    fn alternating_places_neighbours_apart() {
+        let p = clasp_apps::pipeline("syn").unwrap();
+        let a = alternating(&p, 2);
+        let on: Vec<u32> = a.operators.iter().map(|o| o.shares[0].worker.0).collect();
+        assert_eq!(on, [0, 1, 0, 1, 0, 1, 0, 1, 0, 1]);
+        a.check(&p).unwrap();
+    }
+}
