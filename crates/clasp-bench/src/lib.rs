@@ -14,9 +14,10 @@
 //! | `placement` | Fig. 10 | unthrottled throughput on 10 workers per policy |
 //! | `worker-count` | Fig. 11–13 | predicted vs observed optimal worker counts |
 //! | `end-to-end` | Fig. 14 | burst and gradual input under each policy |
-//! | `validate` | — | the simulator against queueing theory; its speed |
+//! | `validate` | — | sim: the simulator against queueing theory, its speed; runtime: the simulator against the runtime |
 //!
-//! [`sim`] runs each on the simulator.
+//! [`sim`] runs each on the simulator, [`runtime`] on the runtime (most on its emulated
+//! testbed, [`runtime::testbed`]).
 
 pub mod plot;
 pub mod progress;

@@ -219,7 +219,7 @@ fn runtime_validate_compares_the_simulator_with_numbers_and_a_verdict() {
         }
     }
     assert!(md.contains("PASS: all 2") || md.contains("FAIL: "), "{md}");
-    assert!(md.contains("calibrated hop delays"), "{md}");
+    assert!(md.contains("hop delays calibrated before each case"), "{md}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -32,7 +32,7 @@ use clasp_plan::keys::assign_keys;
 use clasp_plan::policy::clasp_on_workers;
 use clasp_plan::{PlanConfig, PlanInput, Policy};
 use clasp_runtime::cluster::{Cluster, ClusterError, Launch};
-use clasp_runtime::planner::stats::RunSummary;
+use clasp_runtime::planner::stats::{ReportLog, RunSummary};
 use clasp_runtime::planner::{DiscardSink, Input, PlannerConfig, PlannerError, Progress};
 use clasp_runtime::routing::RoutingPlan;
 use clasp_runtime::wire::DispatchCost;
@@ -513,10 +513,27 @@ impl Testbed {
             }
         };
         let stats = c.planner.observed(self.run_s);
+        let busy = busy(&c.planner.reports, self.warmup_s, secs, placement.workers);
         c.shutdown().map_err(|e| err(&e))?;
         let cpu_cores = (cpu_so_far() - cpu0).as_secs_f64() / wall0.elapsed().as_secs_f64();
-        Ok(Measured::new(&samples, self.warmup_s, secs, cpu_cores, summary, stats))
+        let mut m = Measured::new(&samples, self.warmup_s, secs, cpu_cores, summary, stats);
+        m.busy = busy;
+        Ok(m)
     }
+}
+
+/// Per worker of `workers`, the fraction of its slots' time spent executing, over the
+/// reports that arrived in `(from_s, to_s]`.
+fn busy(reports: &ReportLog, from_s: f64, to_s: f64, workers: u32) -> Vec<f64> {
+    let mut exec = vec![0.0; workers as usize];
+    let mut time = vec![0.0; workers as usize];
+    for r in reports.window(from_s, to_s) {
+        if let Some(w) = exec.get_mut(r.worker.index()) {
+            *w += r.ops.iter().map(|o| o.exec_us).sum::<f64>() / 1e6;
+            time[r.worker.index()] += r.interval_s * f64::from(r.slots.max(1));
+        }
+    }
+    exec.iter().zip(&time).map(|(e, t)| if *t > 0.0 { e / t } else { f64::NAN }).collect()
 }
 
 /// One statistics interval of a run.
@@ -565,6 +582,9 @@ pub struct Measured {
     pub remote_share: f64,
     /// Cores of this machine the run used (planner, workers, emulation), start to shutdown.
     pub cpu_cores: f64,
+    /// Per worker, the fraction of its slots' time spent executing in the measured period
+    /// (execution time reported ÷ slots × reported time).
+    pub busy: Vec<f64>,
     /// Measured intervals.
     pub intervals: usize,
     /// The run's totals (whole run, warm-up and drain included).
@@ -602,6 +622,7 @@ impl Measured {
             p95_ms: weighted(|s| s.p95_us),
             remote_share: if local + remote > 0.0 { remote / (local + remote) } else { 0.0 },
             cpu_cores,
+            busy: Vec::new(),
             intervals: measured.len(),
             summary,
             stats,

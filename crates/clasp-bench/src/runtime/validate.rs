@@ -12,9 +12,12 @@
 //!   when they are on; γ is left out of the emulated case (fan-out 0), because the simulator
 //!   charges γ to a worker's CPU while the runtime's emulation holds an executor slot with it,
 //!   which are the same only when executions use the CPU;
-//! - **delays**: a calibration run of a SYN chain at low load on one worker (every hop local)
-//!   and alternating over two workers (every hop remote) gives the runtime's local and remote
-//!   hop delays (planner → worker counts as remote, as in the simulator);
+//! - **delays**: calibration runs of a SYN chain at low load on one worker (every hop local)
+//!   and alternating over two workers (every hop remote) give the runtime's local and remote
+//!   hop delays (planner → worker counts as remote, as in the simulator). A hop is three
+//!   thread wake-ups (sender, receiver, executor), so its delay follows the load other work
+//!   puts on this shared machine: the calibration runs right before each case's comparisons,
+//!   three times, and the medians are used;
 //! - **capacity**: W = slots × 10⁶ µs/s, the executions sleeping, as on the testbed.
 //!
 //! Both run paced arrivals (the runtime's sources are paced), the same warm-up and measured
@@ -60,6 +63,10 @@ pub struct Check {
     pub simulated: f64,
     /// Unit of both.
     pub unit: &'static str,
+    /// The hop delays the simulator was given.
+    pub delays: Delays,
+    /// How busy each runtime worker's slots were (executing), in %.
+    pub busy: String,
 }
 
 impl Check {
@@ -97,12 +104,13 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
     let loads = loads(o)?;
     let native = Testbed::new(o, Regime::native())?;
     let cases = apps.len() * regimes.len();
-    let mut progress = Progress::new("validate", 2 + cases * (1 + loads.len()));
-    let delays = calibrate(&native, &mut progress)?;
+    let mut progress = Progress::new("validate", cases * (2 + loads.len()));
     let mut checks = Vec::new();
     for app in &apps {
         for &regime in &regimes {
             let bed = Testbed::new(o, regime)?;
+            progress.step(&format!("{app} {}: calibrating hop delays", regime.label()));
+            let delays = calibrate(&native)?;
             checks.extend(compare(app, &bed, workers, &loads, delays, &mut progress)?);
         }
     }
@@ -116,11 +124,9 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
         100.0 * BOUND
     ));
     setup.push(format!(
-        "simulator given: the runtime's measured execution times and fan-out per operator, alpha {} us and beta {} us of dispatch CPU (plus the emulated costs), calibrated hop delays local {} us and remote {} us, W = slots x 10^6 us/s, deterministic sleeping executions, paced arrivals",
+        "simulator given: the runtime's measured execution times and fan-out per operator, alpha {} us and beta {} us of dispatch CPU (plus the emulated costs), the hop delays calibrated before each case (in the table), W = slots x 10^6 us/s, deterministic sleeping executions, paced arrivals",
         testbed::NATIVE_ALPHA_US,
-        testbed::NATIVE_BETA_US,
-        num(delays.local_us, 1),
-        num(delays.remote_us, 1)
+        testbed::NATIVE_BETA_US
     ));
     let report = Report {
         title: "validate on the runtime: the simulator against the runtime".into(),
@@ -169,21 +175,37 @@ fn execution_us(m: &Measured) -> f64 {
     m.summary.operators.iter().map(|o| o.mean_exec_us).sum()
 }
 
-/// The runtime's hop delays from two SYN runs at 20 % of one worker's capacity (no queueing
-/// under paced arrivals): all on one worker (the planner hop plus nine local hops) and
-/// alternating over two (ten remote hops); each median latency less the executions.
-fn calibrate(bed: &Testbed, progress: &mut Progress) -> Result<Delays, BenchError> {
+/// Calibration pairs per case.
+const CALIBRATION_REPEATS: usize = 3;
+
+/// The runtime's hop delays from pairs of short SYN runs at 20 % of one worker's capacity (no
+/// queueing under paced arrivals): all on one worker (the planner hop plus nine local hops)
+/// and alternating over two (ten remote hops), each median latency less the executions; the
+/// medians over [`CALIBRATION_REPEATS`] pairs.
+fn calibrate(native: &Testbed) -> Result<Delays, BenchError> {
+    let bed = Testbed {
+        warmup_s: native.warmup_s.min(0.5),
+        run_s: native.run_s.min(1.5),
+        ..native.clone()
+    };
     let p = bed.pipeline("syn")?;
     let hops = p.operators.len() as f64;
     let rate = 0.2 * f64::from(bed.slots) * 1e6 / (hops * bed.exec_us);
-    progress.step("calibration: SYN on one worker (local hops)");
-    let local = bed.run(&p, &alternating(&p, 1), Some(rate))?;
-    progress.step("calibration: SYN alternating over two workers (remote hops)");
-    let remote = bed.run(&p, &alternating(&p, 2), Some(rate))?;
-    let remote_us = ((remote.p50_ms * 1e3 - execution_us(&remote)) / hops).max(0.0);
-    let local_us =
-        ((local.p50_ms * 1e3 - execution_us(&local) - remote_us) / (hops - 1.0)).max(0.0);
-    Ok(Delays { local_us, remote_us })
+    let (mut local, mut remote) = (Vec::new(), Vec::new());
+    for _ in 0..CALIBRATION_REPEATS {
+        let on_one = bed.run(&p, &alternating(&p, 1), Some(rate))?;
+        let on_two = bed.run(&p, &alternating(&p, 2), Some(rate))?;
+        let r = ((on_two.p50_ms * 1e3 - execution_us(&on_two)) / hops).max(0.0);
+        remote.push(r);
+        local.push(((on_one.p50_ms * 1e3 - execution_us(&on_one) - r) / (hops - 1.0)).max(0.0));
+    }
+    Ok(Delays { local_us: median(&mut local), remote_us: median(&mut remote) })
+}
+
+/// The median of `v` (NaN when empty).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// The runtime and the simulator on one application in one regime: unthrottled throughput,
@@ -198,7 +220,7 @@ fn compare(
 ) -> Result<Vec<Check>, BenchError> {
     let p = bed.pipeline(app)?;
     let placement = bed.clasp_on(&p, UNTHROTTLED_RATE, workers)?;
-    let check = |metric: String, runtime: f64, simulated: f64, unit| Check {
+    let check = |metric: String, runtime: f64, simulated: f64, unit, m: &Measured| Check {
         app: app.to_owned(),
         regime: bed.regime.label(),
         workers,
@@ -206,12 +228,19 @@ fn compare(
         runtime,
         simulated,
         unit,
+        delays,
+        busy: m.busy.iter().map(|b| num(100.0 * b, 0)).collect::<Vec<_>>().join("/"),
     };
     progress.step(&format!("{app} {} unthrottled", bed.regime.label()));
     let rt = bed.run(&p, &placement, None)?;
     let sim = simulate(&p, &placement, &rt, None, bed, delays)?;
-    let mut out =
-        vec![check("unthrottled throughput".into(), rt.throughput, sim.throughput, "chains/s")];
+    let mut out = vec![check(
+        "unthrottled throughput".into(),
+        rt.throughput,
+        sim.throughput,
+        "chains/s",
+        &rt,
+    )];
     for &load in loads {
         progress.step(&format!("{app} {} at {:.0} %", bed.regime.label(), 100.0 * load));
         let rate = load * rt.throughput;
@@ -222,6 +251,7 @@ fn compare(
             at.p50_ms,
             sim.latency.p50_us as f64 / 1e3,
             "ms",
+            &at,
         ));
     }
     Ok(out)
@@ -287,6 +317,8 @@ fn table(checks: &[Check]) -> Table {
             "unit",
             "difference (%)",
             "within 15 %",
+            "runtime workers busy (%)",
+            "hop delays local/remote (us)",
         ],
     );
     for c in checks {
@@ -300,6 +332,8 @@ fn table(checks: &[Check]) -> Table {
             c.unit.into(),
             num(100.0 * c.difference(), 1),
             if c.passes() { "yes" } else { "NO" }.into(),
+            c.busy.clone(),
+            format!("{}/{}", num(c.delays.local_us, 1), num(c.delays.remote_us, 1)),
         ]);
     }
     t
@@ -367,6 +401,8 @@ mod tests {
             runtime,
             simulated,
             unit: "ms",
+            delays: Delays { local_us: 1.0, remote_us: 50.0 },
+            busy: "90/80".into(),
         }
     }
 
@@ -391,6 +427,12 @@ mod tests {
         let r = emulated_without_fanout();
         let c = r.cost.unwrap();
         assert_eq!((c.local_us, c.remote_us, c.fanout_us), (38.5, 275.0, 0.0));
+    }
+
+    #[test]
+    fn medians_take_the_middle_value() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert!(median(&mut []).is_nan());
     }
 
     #[test]
