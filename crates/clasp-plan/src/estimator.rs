@@ -22,6 +22,7 @@
 //! available as [`Differencing::PerWorker`] for clusters that are not quite homogeneous.
 
 use crate::error::PlanError;
+use clasp_core::report::WorkerReport;
 use clasp_core::stats::{Coefficients, WorkerStats};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -138,6 +139,19 @@ pub struct Observation {
     pub remote_rate: f64,
     /// δ_w: distinct remote workers reached.
     pub remote_destinations: f64,
+}
+
+impl From<&WorkerReport> for Observation {
+    /// One worker's interval report as rates per second.
+    fn from(r: &WorkerReport) -> Self {
+        let secs = r.interval_s.max(1e-9);
+        Self {
+            exec_load: r.exec_load(),
+            local_rate: r.local as f64 / secs,
+            remote_rate: r.remote as f64 / secs,
+            remote_destinations: f64::from(r.destinations),
+        }
+    }
 }
 
 impl From<&WorkerStats> for Observation {

@@ -277,14 +277,7 @@ impl Scaler {
                 continue;
             }
             any_saturated = true;
-            let secs = r.interval_s.max(1e-9);
-            let obs = Observation {
-                exec_load: r.exec_load(),
-                local_rate: r.local as f64 / secs,
-                remote_rate: r.remote as f64 / secs,
-                remote_destinations: f64::from(r.destinations),
-            };
-            self.estimator.observe(r.worker.0, &obs);
+            self.estimator.observe(r.worker.0, &Observation::from(r));
         }
         if any_saturated && p.workers > 0 {
             self.saturated_rates.push_back(p.throughput / f64::from(p.workers));

@@ -241,3 +241,22 @@ fn runtime_end_to_end_says_when_dispatch_costs_are_emulated() {
     assert_eq!((ratios[0][0].as_str(), ratios[0][1].as_str()), ("emulated", "faasflow"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn runtime_coefficients_learn_the_emulated_remote_cost() {
+    let (md, dir) = runtime_quick("coefficients", &["run_s=2", "dispatch_cost=paper"]);
+    let steps = table_rows(&md, "coefficients");
+    // CLASP on 1 worker, then CLASP and FaaSFlow on 2.
+    assert_eq!(steps.len(), 3, "{md}");
+    assert!(steps.iter().all(|r| r[0] == "emulated" && r[1] == "wc"), "{md}");
+    let summary = table_rows(&md, "coefficients-summary");
+    assert_eq!(summary.len(), 4, "{md}");
+    // The injected cost is the reference: β = 275 µs emulated + 0.6 µs native. The estimator
+    // starts 2.5 times away and must end closer to it than it started.
+    let beta = &summary[1];
+    assert_eq!(beta[2], "beta (us)");
+    let (start, learnt, truth) = (positive(beta, 3), positive(beta, 4), positive(beta, 5));
+    assert!((truth - 275.6).abs() < 0.01, "{beta:?}");
+    assert!((learnt - truth).abs() < (start - truth).abs() / 2.0, "{beta:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

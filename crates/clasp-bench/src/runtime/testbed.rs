@@ -25,6 +25,7 @@ use super::{app_pipeline, children_cpu, worker_processes, worker_threads};
 use crate::{BenchError, Options};
 use clasp_core::pipeline::{ServiceMode, ServicePer, ServiceTime};
 use clasp_core::placement::Placement;
+use clasp_core::report::WorkerReport;
 use clasp_core::stats::{Coefficients, ObservedStats};
 use clasp_core::{Pipeline, SourceId};
 use clasp_plan::estimator::EstimatorConfig;
@@ -514,10 +515,18 @@ impl Testbed {
         };
         let stats = c.planner.observed(self.run_s);
         let busy = busy(&c.planner.reports, self.warmup_s, secs, placement.workers);
+        let saturated = c
+            .planner
+            .reports
+            .window(self.warmup_s, secs)
+            .filter(|r| r.saturated)
+            .cloned()
+            .collect();
         c.shutdown().map_err(|e| err(&e))?;
         let cpu_cores = (cpu_so_far() - cpu0).as_secs_f64() / wall0.elapsed().as_secs_f64();
         let mut m = Measured::new(&samples, self.warmup_s, secs, cpu_cores, summary, stats);
         m.busy = busy;
+        m.saturated = saturated;
         Ok(m)
     }
 }
@@ -591,6 +600,9 @@ pub struct Measured {
     pub summary: RunSummary,
     /// Observed statistics of the measured period (`clasp.stats/1`).
     pub stats: ObservedStats,
+    /// The worker reports of the measured period that the planner saw as saturated: what an
+    /// online estimator learns from.
+    pub saturated: Vec<WorkerReport>,
 }
 
 impl Measured {
@@ -623,6 +635,7 @@ impl Measured {
             remote_share: if local + remote > 0.0 { remote / (local + remote) } else { 0.0 },
             cpu_cores,
             busy: Vec::new(),
+            saturated: Vec::new(),
             intervals: measured.len(),
             summary,
             stats,
