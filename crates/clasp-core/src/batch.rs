@@ -173,6 +173,27 @@ impl<'de> Deserialize<'de> for Batch {
     }
 }
 
+/// `#[serde(with = "clasp_core::batch::byte_vec")]`: a `Vec<u8>` as one byte string rather
+/// than a sequence of integers — the same postcard encoding, written and read in one copy
+/// instead of a call per byte.
+pub mod byte_vec {
+    use super::BytesBuf;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes `v` as bytes.
+    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(v)
+    }
+
+    /// Reads bytes (or, from a format without them, a sequence of integers).
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        Ok(match BytesBuf::deserialize(d)? {
+            BytesBuf::Borrowed(b) => b.to_vec(),
+            BytesBuf::Owned(v) => v,
+        })
+    }
+}
+
 /// Borrowed when the format allows (postcard from a slice), owned otherwise (JSON).
 enum BytesBuf<'de> {
     Borrowed(&'de [u8]),
@@ -234,6 +255,19 @@ mod tests {
         assert_eq!(recs[2], (b"key three".to_vec(), b"3".to_vec()));
         assert_eq!(back.get(1).key, b"");
         assert_eq!(back.get(2).hash, key_hash(b"key three"));
+    }
+
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct AsBytes(#[serde(with = "byte_vec")] Vec<u8>);
+
+    #[test]
+    fn byte_vec_is_the_plain_encoding_and_round_trips() {
+        let v: Vec<u8> = (0..=255).collect();
+        let fast = postcard::to_allocvec(&AsBytes(v.clone())).unwrap();
+        assert_eq!(fast, postcard::to_allocvec(&v).unwrap(), "same bytes on the wire");
+        assert_eq!(postcard::from_bytes::<AsBytes>(&fast).unwrap().0, v);
+        let json = serde_json::to_string(&AsBytes(v.clone())).unwrap();
+        assert_eq!(serde_json::from_str::<AsBytes>(&json).unwrap().0, v);
     }
 
     #[test]

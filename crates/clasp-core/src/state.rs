@@ -168,8 +168,9 @@ pub trait StateStore: Send + Sync {
 pub trait DetachedGroup: Send {
     /// Keys held.
     fn keys(&self) -> usize;
-    /// Appends the encoding of the entries to `out`; returns the key count.
-    fn encode(self: Box<Self>, group: KeyGroup, out: &mut Vec<u8>) -> Result<usize, StateError>;
+    /// Appends the encoding of the entries to `out`; returns the key count. Takes `&self` so
+    /// that freeing the entries can wait until the worker has resumed.
+    fn encode(&self, group: KeyGroup, out: &mut Vec<u8>) -> Result<usize, StateError>;
 }
 
 struct Detached<S>(Table<S>);
@@ -179,7 +180,7 @@ impl<S: StateValue> DetachedGroup for Detached<S> {
         self.0.len()
     }
 
-    fn encode(self: Box<Self>, group: KeyGroup, out: &mut Vec<u8>) -> Result<usize, StateError> {
+    fn encode(&self, group: KeyGroup, out: &mut Vec<u8>) -> Result<usize, StateError> {
         let entries: Vec<(&[u8], &S)> = self.0.iter().map(|e| (&e.key[..], &e.value)).collect();
         let encoded = postcard::to_extend(&entries, std::mem::take(out))
             .map_err(|source| StateError::Encode { group, source })?;

@@ -41,6 +41,7 @@ pub struct StateGroup {
     /// Keys in it.
     pub keys: u32,
     /// The store's encoding.
+    #[serde(with = "clasp_core::batch::byte_vec")]
     pub bytes: Vec<u8>,
 }
 

@@ -16,8 +16,7 @@
 //!   and alternating over two workers (every hop remote) give the runtime's local and remote
 //!   hop delays (planner → worker counts as remote, as in the simulator). A hop is three
 //!   thread wake-ups (sender, receiver, executor), so its delay follows the load other work
-//!   puts on this shared machine: the calibration runs right before each case's comparisons,
-//!   three times, and the medians are used;
+//!   puts on this shared machine: the calibration runs right before each case's comparisons;
 //! - **capacity**: W = slots × 10⁶ µs/s, the executions sleeping, as on the testbed.
 //!
 //! Both run paced arrivals (the runtime's sources are paced), the same warm-up and measured
@@ -175,37 +174,20 @@ fn execution_us(m: &Measured) -> f64 {
     m.summary.operators.iter().map(|o| o.mean_exec_us).sum()
 }
 
-/// Calibration pairs per case.
-const CALIBRATION_REPEATS: usize = 3;
-
-/// The runtime's hop delays from pairs of short SYN runs at 20 % of one worker's capacity (no
-/// queueing under paced arrivals): all on one worker (the planner hop plus nine local hops)
-/// and alternating over two (ten remote hops), each median latency less the executions; the
-/// medians over [`CALIBRATION_REPEATS`] pairs.
-fn calibrate(native: &Testbed) -> Result<Delays, BenchError> {
-    let bed = Testbed {
-        warmup_s: native.warmup_s.min(0.5),
-        run_s: native.run_s.min(1.5),
-        ..native.clone()
-    };
+/// The runtime's hop delays from two SYN runs of the testbed's length at 20 % of one worker's
+/// capacity (no queueing under paced arrivals): all on one worker (the planner hop plus nine
+/// local hops) and alternating over two (ten remote hops), each median latency less the
+/// executions. The runs are as long as the compared ones, so both see the same warm-up.
+fn calibrate(bed: &Testbed) -> Result<Delays, BenchError> {
     let p = bed.pipeline("syn")?;
     let hops = p.operators.len() as f64;
     let rate = 0.2 * f64::from(bed.slots) * 1e6 / (hops * bed.exec_us);
-    let (mut local, mut remote) = (Vec::new(), Vec::new());
-    for _ in 0..CALIBRATION_REPEATS {
-        let on_one = bed.run(&p, &alternating(&p, 1), Some(rate))?;
-        let on_two = bed.run(&p, &alternating(&p, 2), Some(rate))?;
-        let r = ((on_two.p50_ms * 1e3 - execution_us(&on_two)) / hops).max(0.0);
-        remote.push(r);
-        local.push(((on_one.p50_ms * 1e3 - execution_us(&on_one) - r) / (hops - 1.0)).max(0.0));
-    }
-    Ok(Delays { local_us: median(&mut local), remote_us: median(&mut remote) })
-}
-
-/// The median of `v` (NaN when empty).
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    let on_one = bed.run(&p, &alternating(&p, 1), Some(rate))?;
+    let on_two = bed.run(&p, &alternating(&p, 2), Some(rate))?;
+    let remote_us = ((on_two.p50_ms * 1e3 - execution_us(&on_two)) / hops).max(0.0);
+    let local_us =
+        ((on_one.p50_ms * 1e3 - execution_us(&on_one) - remote_us) / (hops - 1.0)).max(0.0);
+    Ok(Delays { local_us, remote_us })
 }
 
 /// The runtime and the simulator on one application in one regime: unthrottled throughput,

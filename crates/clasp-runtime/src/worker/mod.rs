@@ -17,8 +17,8 @@ use crate::routing::{Routing, RoutingPlan};
 use crate::wire::{Hello, Message, Role, Welcome, WireError, WorkerSettings};
 use clasp_core::operator::Rejections;
 use clasp_core::rng::SplitMix64;
-use clasp_core::state::StateStore;
-use clasp_core::{DynOperator, OperatorId, Pipeline, Registry, WorkerId};
+use clasp_core::state::{DetachedGroup, StateStore};
+use clasp_core::{DynOperator, KeyGroup, OperatorId, Pipeline, Registry, WorkerId};
 use crossbeam_channel::{Receiver, Sender};
 use executor::Target;
 use scheduler::Scheduler;
@@ -609,23 +609,7 @@ fn migrate(
         done.pause_us = started.elapsed().as_micros() as u64;
         resumed = true;
     }
-    for (peer, groups, requests) in outgoing {
-        let mut state = Vec::with_capacity(groups.len());
-        for (op, g, detached) in groups {
-            let mut bytes = Vec::new();
-            match detached.encode(g, &mut bytes) {
-                Ok(keys) => {
-                    done.keys_sent += keys as u64;
-                    done.bytes_sent += bytes.len() as u64;
-                    state.push(StateGroup { op, group: g, keys: keys as u32, bytes });
-                }
-                Err(e) => done.error = Some(format!("encoding {g} of {op}: {e}")),
-            }
-        }
-        done.requests_sent += requests.len() as u64;
-        let data = MigrationData { epoch: order.epoch, from: me, groups: state, requests };
-        shared.send_to_peer(peer, Message::MigrationData(Box::new(data)));
-    }
+    let emptied = ship(shared, order.epoch, outgoing, &mut done);
     // Requests for peers the plan does not name (routed under an older epoch) are forwarded.
     for (w, reqs) in to_peer {
         shared.send_to_peer(w, Message::Requests(reqs));
@@ -654,6 +638,7 @@ fn migrate(
         shared.sched.push_front_many(migrated);
     }
     shared.planner.send(Message::MigrationDone(done));
+    drop(emptied);
     for (op, g, from) in staged {
         if let Err(e) = shared.stores[op.index()].import_staged(g) {
             tracing::error!(
@@ -661,6 +646,79 @@ fn migrate(
             );
         }
     }
+}
+
+/// What one peer is owed: its key groups, detached from this worker's stores, and the queued
+/// requests that now belong to it.
+type Owed = (WorkerId, Vec<(OperatorId, KeyGroup, Box<dyn DetachedGroup>)>, Vec<Request>);
+
+/// Encodes and sends what each peer is owed, one message per peer. The receivers wait for
+/// exactly this, so the peers are shared out over as many threads as the machine has cores.
+/// Returns the emptied groups' entries, to be freed once this worker no longer holds anyone up.
+fn ship(
+    shared: &WorkerShared,
+    epoch: u64,
+    outgoing: Vec<Owed>,
+    done: &mut MigrationDone,
+) -> Vec<Box<dyn DetachedGroup>> {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(outgoing.len());
+    if threads <= 1 {
+        return outgoing.into_iter().flat_map(|o| ship_to_peer(shared, epoch, o, done)).collect();
+    }
+    let mut shares: Vec<Vec<Owed>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, o) in outgoing.into_iter().enumerate() {
+        shares[i % threads].push(o);
+    }
+    type Shipped = (Vec<Box<dyn DetachedGroup>>, MigrationDone);
+    let results: Vec<Shipped> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .map(|share| {
+                scope.spawn(move || {
+                    let mut part = MigrationDone::default();
+                    let emptied =
+                        share.into_iter().flat_map(|o| ship_to_peer(shared, epoch, o, &mut part));
+                    (emptied.collect(), part)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a migration sender panicked")).collect()
+    });
+    let mut emptied = Vec::new();
+    for (groups, part) in results {
+        emptied.extend(groups);
+        done.keys_sent += part.keys_sent;
+        done.bytes_sent += part.bytes_sent;
+        done.requests_sent += part.requests_sent;
+        done.error = done.error.take().or(part.error);
+    }
+    emptied
+}
+
+/// Encodes and sends one peer's message; returns its emptied groups.
+fn ship_to_peer(
+    shared: &WorkerShared,
+    epoch: u64,
+    owed: Owed,
+    done: &mut MigrationDone,
+) -> Vec<Box<dyn DetachedGroup>> {
+    let (peer, groups, requests) = owed;
+    let mut state = Vec::with_capacity(groups.len());
+    for (op, g, detached) in &groups {
+        let mut bytes = Vec::new();
+        match detached.encode(*g, &mut bytes) {
+            Ok(keys) => {
+                done.keys_sent += keys as u64;
+                done.bytes_sent += bytes.len() as u64;
+                state.push(StateGroup { op: *op, group: *g, keys: keys as u32, bytes });
+            }
+            Err(e) => done.error = Some(format!("encoding {g} of {op}: {e}")),
+        }
+    }
+    done.requests_sent += requests.len() as u64;
+    let data = MigrationData { epoch, from: shared.me, groups: state, requests };
+    shared.send_to_peer(peer, Message::MigrationData(Box::new(data)));
+    groups.into_iter().map(|(_, _, detached)| detached).collect()
 }
 
 /// Queued requests under the new routing: those this worker keeps, and those for each peer.
