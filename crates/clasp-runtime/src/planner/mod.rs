@@ -91,6 +91,16 @@ pub enum PlannerError {
         /// What was awaited.
         what: String,
     },
+    /// The inputs ended but chains stopped completing: their credit never came back.
+    #[error(
+        "{in_flight} chain(s) still in flight {secs} s after the last one completed, with every input read: their completions were lost (a bug; the run's results are incomplete)"
+    )]
+    Stalled {
+        /// Chains not complete.
+        in_flight: usize,
+        /// Seconds without a completion.
+        secs: u64,
+    },
     /// An input could not be read.
     #[error("reading input `{source_name}`: {error}")]
     Input {
@@ -571,6 +581,7 @@ impl Planner {
         let mut last_requests = 0;
         let mut last_records = 0;
         let mut last_completed = 0;
+        let mut stall = StallWatch::default();
         loop {
             let now = Instant::now();
             if now >= next_tick {
@@ -593,9 +604,17 @@ impl Planner {
                 stop.store(true, Ordering::Release);
             }
             let inputs_done = ingress.iter().all(|h| h.is_finished());
-            if inputs_done && dispatcher.is_finished() && lock(&self.shared.chains).in_flight() == 0
-            {
+            let (in_flight, completed) = {
+                let c = lock(&self.shared.chains);
+                (c.in_flight(), c.completed)
+            };
+            let drained = inputs_done && dispatcher.is_finished();
+            if drained && in_flight == 0 {
                 break;
+            }
+            if let Some(secs) = stall.stalled(drained, completed) {
+                stop.store(true, Ordering::Release);
+                return Err(PlannerError::Stalled { in_flight, secs });
             }
             let wait =
                 next_tick.saturating_duration_since(Instant::now()).min(Duration::from_millis(20));
@@ -1056,6 +1075,30 @@ fn entries(p: &Pipeline) -> Vec<Vec<Endpoint>> {
         .iter()
         .map(|s| p.source_outputs(s.id).iter().map(|&st| p.stream(st).to).collect())
         .collect()
+}
+
+/// How long chains may go without completing once every input was read.
+const STALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Notices a run whose inputs are all dispatched but whose chains stopped completing, so that
+/// a lost completion ends the run with an error instead of waiting forever.
+#[derive(Debug, Default)]
+struct StallWatch {
+    completed: u64,
+    since: Option<Instant>,
+}
+
+impl StallWatch {
+    /// Seconds without a completion since the inputs were drained, once over the timeout.
+    fn stalled(&mut self, drained: bool, completed: u64) -> Option<u64> {
+        if !drained || completed != self.completed {
+            self.completed = completed;
+            self.since = None;
+            return None;
+        }
+        let since = *self.since.get_or_insert_with(Instant::now);
+        (since.elapsed() >= STALL_TIMEOUT).then(|| since.elapsed().as_secs())
+    }
 }
 
 fn spawn_dispatcher(shared: Arc<Shared>, queue: Receiver<Queued>) -> std::thread::JoinHandle<()> {
