@@ -173,12 +173,11 @@ impl WorkerShared {
     /// epoch wait until this worker has it; those routed under an older epoch are re-routed
     /// (forwarded when they belong elsewhere now); the rest are queued.
     fn admit(&self, reqs: Vec<Request>, rng: &mut SplitMix64) {
-        let routing = self.routing();
+        let mut routing = self.routing();
         let mut local = Vec::with_capacity(reqs.len());
         for r in reqs {
-            if r.epoch > routing.epoch {
-                lock(&self.held).push(r);
-            } else if r.epoch == routing.epoch {
+            let Some(r) = self.hold_if_ahead(r, &mut routing) else { continue };
+            if r.epoch == routing.epoch {
                 local.push(r);
             } else {
                 for (w, part) in migration::reroute(r, &routing, self.me, rng) {
@@ -193,6 +192,25 @@ impl WorkerShared {
         if !local.is_empty() {
             self.sched.push_many(local);
         }
+    }
+
+    /// Holds `r` if its epoch is ahead of this worker's routing; otherwise returns it, with
+    /// `routing` at least as new as its epoch. [`Self::install`] publishes the epoch and then
+    /// drains `held` under its lock, so the epoch is checked again under that lock: a request
+    /// checked against a routing that an install replaced meanwhile would otherwise be held
+    /// after the drain, and its chain would never complete.
+    fn hold_if_ahead(&self, r: Request, routing: &mut Arc<Routing>) -> Option<Request> {
+        if r.epoch <= routing.epoch {
+            return Some(r);
+        }
+        let mut held = lock(&self.held);
+        if r.epoch > self.epoch.load(Ordering::Acquire) {
+            held.push(r);
+            return None;
+        }
+        drop(held);
+        *routing = self.routing();
+        Some(r)
     }
 
     /// Installs a routing and returns the requests held for it.
