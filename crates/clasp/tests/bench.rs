@@ -244,7 +244,7 @@ fn runtime_end_to_end_says_when_dispatch_costs_are_emulated() {
 
 #[test]
 fn runtime_coefficients_learn_the_emulated_remote_cost() {
-    let (md, dir) = runtime_quick("coefficients", &["run_s=2", "dispatch_cost=paper"]);
+    let (md, dir) = runtime_quick("coefficients", &["dispatch_cost=paper"]);
     let steps = table_rows(&md, "coefficients");
     // CLASP on 1 worker, then CLASP and FaaSFlow on 2.
     assert_eq!(steps.len(), 3, "{md}");

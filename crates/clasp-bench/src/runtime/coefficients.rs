@@ -69,6 +69,13 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
     for &r in &regimes {
         let mut bed = Testbed::new(o, r)?;
         bed.unthrottled_in_flight = IN_FLIGHT_PER_SLOT;
+        // One report per worker per second: the period the emulated fan-out cost γ is charged
+        // over (once per destination per second), so that each report carries the γ it
+        // counts destinations for; longer runs make up for the fewer reports.
+        bed.interval_ms = 1000;
+        if o.setting("run_s").is_none() {
+            bed.run_s = if o.quick { 4.0 } else { 16.0 };
+        }
         beds.push(bed);
     }
     let runs_per_app: usize = counts.iter().map(|&n| if n == 1 { 1 } else { policies.len() }).sum();
