@@ -308,3 +308,31 @@ fn malformed_csv_lines_are_counted_per_operator_and_reason() {
         ],
     );
 }
+
+/// Every operator's execution time is measured, whatever the chain's length: the emulated
+/// service time is the reference (sampled timing once measured only every other operator of
+/// SYN's ten and reported the others as 0).
+#[test]
+fn every_operator_of_a_chain_reports_its_execution_time() {
+    let scratch = Scratch::new("exec-time");
+    let stats = scratch.file("stats.json");
+    let syn = root().join("pipelines/syn.toml");
+    clasp_run(&[
+        syn.display().to_string(),
+        "--workers=1".into(),
+        "--slots=1".into(),
+        "--batch=1".into(),
+        "--service-time=*=300:sleep".into(),
+        "--input=gen:160".into(),
+        format!("--stats={}", stats.display()),
+        "--quiet".into(),
+    ]);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let ops = v["operators"].as_array().unwrap();
+    assert_eq!(ops.len(), 10);
+    for op in ops {
+        let exec = op["exec_time_us"].as_f64().unwrap();
+        assert!(exec >= 300.0, "{}: {exec} us for a 300 us service time", op["name"]);
+    }
+}

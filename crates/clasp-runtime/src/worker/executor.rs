@@ -407,7 +407,10 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
     // requests are timed one in TIME_EVERY (the means stay unbiased); `clock` is the last time
     // read, which also stamps the arrival of chained requests.
     let mut clock = Instant::now();
-    let mut untimed = 0u32;
+    // Counted per operator: one counter for all would time only some operators of a chain
+    // whose length shares a factor with TIME_EVERY (every other one of SYN's ten). Each
+    // operator's first request is timed.
+    let mut untimed = vec![TIME_EVERY - 1; shared.pipeline.operators.len()];
     loop {
         std::mem::swap(&mut local, &mut out.local);
         let next = shared.sched.next_after(finished.take(), &mut local, clock, || {
@@ -429,10 +432,11 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
         };
         out.refresh_routing();
         let op = req.op;
-        untimed += 1;
-        let timed = req.batch.len() >= TIME_ALWAYS_RECORDS || untimed >= TIME_EVERY;
+        let since_timed = &mut untimed[op.index()];
+        *since_timed += 1;
+        let timed = req.batch.len() >= TIME_ALWAYS_RECORDS || *since_timed >= TIME_EVERY;
         if timed {
-            untimed = 0;
+            *since_timed = 0;
             clock = Instant::now();
         }
         let started = clock;

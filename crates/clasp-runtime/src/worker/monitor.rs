@@ -114,14 +114,19 @@ fn build(
     let ops: Vec<OpReport> = (0..now.ops.len())
         .map(|o| {
             let d = |i: usize| now.ops[o][i] - prev.ops[o][i];
-            // Totals over every request, from the timed sample's means.
-            let per_request = |ns: u64| if d(6) == 0 { 0.0 } else { ns as f64 / d(6) as f64 };
+            // Totals over every request, from the timed sample's means; an interval whose
+            // requests were all untimed takes the means of the whole run so far.
+            let per_request = |i: usize| match (d(6), now.ops[o][6]) {
+                (0, 0) => 0.0,
+                (0, all) => now.ops[o][i] as f64 / all as f64,
+                (timed, _) => d(i) as f64 / timed as f64,
+            };
             OpReport {
                 processed: d(0),
                 records: d(1),
                 emitted: d(2),
-                exec_us: per_request(d(3)) * d(0) as f64 / 1e3,
-                wait_us: per_request(d(4)) * d(0) as f64 / 1e3,
+                exec_us: per_request(3) * d(0) as f64 / 1e3,
+                wait_us: per_request(4) * d(0) as f64 / 1e3,
                 touched: d(5),
                 state_keys: if shared.pipeline.operators[o].stateful {
                     shared.stores[o].key_count() as u64
