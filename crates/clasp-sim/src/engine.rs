@@ -435,7 +435,12 @@ impl<'p> Simulation<'p> {
         let groups = u64::from(self.cfg.key_groups);
         for &op in entries {
             let o = usize::from(op);
-            let group = if self.routing.keyed(o) { self.rng.below(groups) as u16 } else { 0 };
+            let group = if self.routing.keyed(o) {
+                let shares = &self.model.ops[o].worker_shares;
+                self.routing.draw_group(o, shares, groups as u32, &mut self.rng)
+            } else {
+                0
+            };
             let to = self.routing.destination(o, group, &mut self.rng);
             self.remote.send(now, to, Req { chain, op, group, enqueued: now });
         }
@@ -877,7 +882,11 @@ pub(crate) fn for_each_child(
         let to = usize::from(e.to);
         let keyed = routing.keyed(to);
         for _ in 0..n {
-            let group = if keyed { rng.below(u64::from(groups)) as u16 } else { 0 };
+            let group = if keyed {
+                routing.draw_group(to, &model.ops[to].worker_shares, groups, &mut rng)
+            } else {
+                0
+            };
             let dest = routing.destination(to, group, &mut rng);
             f(e, dest, group);
         }

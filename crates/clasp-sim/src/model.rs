@@ -36,6 +36,9 @@ pub struct OpModel {
     pub one_at_a_time: bool,
     /// Output streams to operators.
     pub edges: Vec<EdgeModel>,
+    /// Keyed operators: the share of the requests each worker received in an observed run
+    /// (key skew under that run's key assignment); empty: key groups equally likely.
+    pub worker_shares: Vec<f64>,
 }
 
 /// One source.
@@ -73,6 +76,27 @@ impl Model {
     pub fn from_stats(p: &Pipeline, stats: &ObservedStats, cfg: &SimConfig) -> Self {
         let ops = p.operators.iter().map(|op| op_model(p, stats, cfg, op.id)).collect();
         Self { ops, sources: sources(p), streams: p.streams.len() }
+    }
+
+    /// Draws keyed operators' key groups so that each worker receives the share of their
+    /// requests it processed in `stats` — the observed run's key skew. Only meaningful with
+    /// the observed run's placement and key assignment.
+    pub fn with_worker_shares(mut self, p: &Pipeline, stats: &ObservedStats) -> Self {
+        for (o, m) in self.ops.iter_mut().enumerate().filter(|(_, m)| m.keyed) {
+            let name = &p.operators[o].name;
+            let mut shares = vec![0.0; stats.workers.len()];
+            for w in &stats.workers {
+                let rate =
+                    w.operators.iter().find(|s| &s.name == name).map_or(0.0, |s| s.processed_rate);
+                if let Some(cell) = shares.get_mut(w.worker as usize) {
+                    *cell = clean(rate);
+                }
+            }
+            if shares.iter().sum::<f64>() > 0.0 {
+                m.worker_shares = shares;
+            }
+        }
+        self
     }
 
     /// Replaces every operator's mean execution time.
@@ -158,6 +182,7 @@ fn op_model(p: &Pipeline, stats: &ObservedStats, cfg: &SimConfig, o: OperatorId)
         keyed: op.stateful,
         one_at_a_time: op.ordered && cfg.ordered_one_at_a_time,
         edges,
+        worker_shares: Vec::new(),
     }
 }
 

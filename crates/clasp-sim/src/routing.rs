@@ -18,6 +18,8 @@ pub struct Routing {
     /// The key assignment.
     pub keys: KeyAssignment,
     table: RouteTable,
+    /// Per keyed operator, per worker, the key groups it owns.
+    owned: Vec<Vec<Vec<u16>>>,
 }
 
 impl Routing {
@@ -38,7 +40,8 @@ impl Routing {
             )));
         }
         let table = RouteTable::new(p, &placement, &keys);
-        Ok(Self { epoch, placement, keys, table })
+        let owned = owned_groups(p, &table, &keys, placement.workers);
+        Ok(Self { epoch, placement, keys, table, owned })
     }
 
     /// Workers of the placement.
@@ -96,12 +99,50 @@ impl Routing {
         self.table.groups_of(OperatorId::from(op), WorkerId(w))
     }
 
+    /// A key group of keyed `op`: one of those owned by a worker drawn by `shares` (an
+    /// observed run's skew), or any group equally likely when `shares` is empty.
+    #[inline]
+    pub fn draw_group(&self, op: usize, shares: &[f64], groups: u32, rng: &mut SplitMix64) -> u16 {
+        if !shares.is_empty()
+            && let Some(owned) = self.owned.get(op).and_then(|o| o.get(rng.weighted(shares)))
+            && !owned.is_empty()
+        {
+            return owned[rng.below(owned.len() as u64) as usize];
+        }
+        rng.below(u64::from(groups)) as u16
+    }
+
     /// The worker with the largest fraction of `op` (where a migration sends the queued
     /// requests of a stateless operator a worker no longer runs).
     pub fn main_host(&self, op: usize) -> u32 {
         clasp_plan::migration::main_host(&self.placement, OperatorId::from(op))
             .map_or(0, |w: WorkerId| w.0)
     }
+}
+
+/// Per operator (empty unless keyed), per worker, the key groups the worker owns.
+fn owned_groups(
+    p: &Pipeline,
+    table: &RouteTable,
+    keys: &KeyAssignment,
+    workers: u32,
+) -> Vec<Vec<Vec<u16>>> {
+    p.operators
+        .iter()
+        .map(|op| {
+            if !table.keyed(op.id) {
+                return Vec::new();
+            }
+            let mut owned = vec![Vec::new(); workers as usize];
+            for g in 0..keys.groups {
+                let w = table.owner(op.id, KeyGroup(g)).index();
+                if let Some(list) = owned.get_mut(w) {
+                    list.push(g as u16);
+                }
+            }
+            owned
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -130,6 +171,29 @@ mod tests {
         }
         assert_eq!(r.groups_of(1, 0), 16);
         assert!(r.hosts(0, 3) && !r.hosts(0, 4));
+    }
+
+    #[test]
+    fn observed_worker_shares_skew_the_key_groups_drawn() {
+        let p = pipeline("wc.toml");
+        let keys = assign_keys(&p, &even_placement(&p, 4), 64, None);
+        let r = Routing::new(&p, even_placement(&p, 4), keys, 0, 10).unwrap();
+        let mut rng = SplitMix64::new(5);
+        let draw = |shares: &[f64], rng: &mut SplitMix64| {
+            let mut hits = [0u32; 4];
+            for _ in 0..40_000 {
+                hits[r.destination(1, r.draw_group(1, shares, 64, rng), rng) as usize] += 1;
+            }
+            hits
+        };
+        // Shares 4 : 2 : 1 : 1 of 40,000 draws: 20,000, 10,000, 5,000, 5,000.
+        let hits = draw(&[4.0, 2.0, 1.0, 1.0], &mut rng);
+        for (h, want) in hits.iter().zip([20_000, 10_000, 5_000, 5_000]) {
+            assert!(h.abs_diff(want) < want / 20, "{hits:?}");
+        }
+        // Without shares every group is equally likely, so every owner of 16 gets a quarter.
+        let hits = draw(&[], &mut rng);
+        assert!(hits.iter().all(|h| (9_000..11_000).contains(h)), "{hits:?}");
     }
 
     #[test]

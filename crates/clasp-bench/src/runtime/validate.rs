@@ -270,7 +270,7 @@ fn simulate(
         seed: bed.seed,
         ..SimConfig::default()
     };
-    let model = Model::from_stats(p, &measured.stats, &cfg);
+    let model = Model::from_stats(p, &measured.stats, &cfg).with_worker_shares(p, &measured.stats);
     let pattern = rate.map_or_else(RatePattern::unthrottled, RatePattern::constant);
     let sim = Simulation::new(p, model, cfg, pattern, Deployment::Static(placement.clone()))
         .map_err(|e| BenchError::Run(format!("{}: simulator: {e}", p.name)))?;
