@@ -412,12 +412,6 @@ mod tests {
     }
 
     #[test]
-    fn medians_take_the_middle_value() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert!(median(&mut []).is_nan());
-    }
-
-    #[test]
     fn alternating_places_neighbours_apart() {
         let p = clasp_apps::pipeline("syn").unwrap();
         let a = alternating(&p, 2);
