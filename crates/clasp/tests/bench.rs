@@ -256,7 +256,8 @@ fn runtime_coefficients_learn_the_emulated_remote_cost() {
     let beta = &summary[1];
     assert_eq!(beta[2], "beta (us)");
     let (start, learnt, truth) = (positive(beta, 3), positive(beta, 4), positive(beta, 5));
-    assert!((truth - 275.6).abs() < 0.01, "{beta:?}");
+    // Printed to three significant digits.
+    assert!((truth - 275.6).abs() < 0.5, "{beta:?}");
     assert!((learnt - truth).abs() < (start - truth).abs() / 2.0, "{beta:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
