@@ -31,6 +31,16 @@ pub struct OpCounters {
     pub touched: AtomicU64,
 }
 
+impl OpCounters {
+    /// Whether the timed requests so far took longer than `d` on average (no division: this
+    /// is asked on the per-request path).
+    #[inline]
+    pub fn mean_exec_exceeds(&self, d: std::time::Duration) -> bool {
+        let timed = u128::from(self.timed.load(Ordering::Relaxed));
+        u128::from(self.exec_ns.load(Ordering::Relaxed)) > d.as_nanos() * timed.max(1)
+    }
+}
+
 /// One executor thread's counters.
 #[derive(Debug)]
 pub struct ExecCounters {

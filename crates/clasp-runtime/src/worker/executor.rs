@@ -314,6 +314,15 @@ impl Outbox {
         }
     }
 
+    /// Sends the buffered remote requests now if the execution of `op` about to start is
+    /// expected to outlast the flush deadline: held across it, they would wait that long,
+    /// and the peers that could run them meanwhile would idle.
+    fn flush_remote_before(&mut self, op: &crate::metrics::OpCounters) {
+        if self.oldest_remote.is_some() && op.mean_exec_exceeds(self.flush_deadline) {
+            self.flush_remote();
+        }
+    }
+
     /// Sends buffered remote requests whose oldest has waited the flush deadline by `now`.
     fn flush_remote_due(&mut self, now: Instant) {
         if self
@@ -439,6 +448,7 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
             *since_timed = 0;
             clock = Instant::now();
         }
+        out.flush_remote_before(&counters.ops[op.index()]);
         let started = clock;
         out.begin(op, req.chain);
         let exec = shared.ops[op.index()].process(
