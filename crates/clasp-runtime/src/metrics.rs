@@ -81,3 +81,22 @@ impl ExecCounters {
 }
 
 pub use clasp_core::report::{OpReport, WorkerReport};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn mean_execution_is_compared_without_dividing() {
+        let c = OpCounters::default();
+        let d = Duration::from_micros(100);
+        assert!(!c.mean_exec_exceeds(d), "nothing timed yet");
+        bump(&c.timed, 4);
+        bump(&c.exec_ns, 4 * 100_000);
+        assert!(!c.mean_exec_exceeds(d), "a mean of exactly 100 us does not exceed it");
+        bump(&c.exec_ns, 1);
+        assert!(c.mean_exec_exceeds(d));
+        assert!(!c.mean_exec_exceeds(Duration::from_micros(101)));
+    }
+}
