@@ -366,7 +366,7 @@ fn notes(checks: &[Check]) -> Vec<String> {
     };
     vec![
         verdict,
-        "What the simulator does not model: the skew of an application's keys (it draws key groups uniformly, while word count's words are Zipf-distributed, so the worker owning the most frequent words counts more than its share: busy 100 % against 55 % on two workers with native costs); the runtime's per-request CPU outside the measured execution (scheduler, wake-ups, the last 20 us of each sleep spun), an executor holding remote requests until its current execution ends when it is busy (up to one execution per remote hop at higher loads), and the timing noise of a shared 2-core machine; runs of a few seconds also carry sampling noise.".into(),
+        "The simulator takes the key skew of the compared run (each keyed operator's share of requests per worker). What it does not model: the runtime's per-request CPU outside the measured execution (scheduler, wake-ups, the last 20 us of each sleep spun), remote requests held for up to the flush deadline, and the timing noise of a shared 2-core machine; runs of a few seconds also carry sampling noise.".into(),
     ]
 }
 
