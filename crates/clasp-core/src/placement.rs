@@ -84,6 +84,29 @@ impl Placement {
         }
     }
 
+    /// Operator `i` of `p` wholly on worker `i % workers`, one instance each: every chained
+    /// request between neighbours is remote when `workers` > 1, local when it is 1.
+    pub fn alternating(p: &Pipeline, workers: u32) -> Self {
+        let workers = workers.max(1);
+        Self {
+            workers,
+            operators: p
+                .operators
+                .iter()
+                .map(|o| OperatorPlacement {
+                    operator: o.id,
+                    demand: 0.0,
+                    shares: vec![Share {
+                        worker: WorkerId(o.id.0 % workers),
+                        share: 0.0,
+                        fraction: 1.0,
+                        instances: 1,
+                    }],
+                })
+                .collect(),
+        }
+    }
+
     /// σ_o(w).
     pub fn fraction(&self, op: OperatorId, worker: WorkerId) -> f64 {
         self.operators[op.index()]

@@ -33,28 +33,6 @@ pub fn syn_chain(n: usize) -> String {
     s
 }
 
-/// Operator `i` on worker `i % workers`, one instance each.
-fn alternating(p: &Pipeline, workers: u32) -> clasp_core::placement::Placement {
-    use clasp_core::placement::{OperatorPlacement, Placement, Share};
-    Placement {
-        workers,
-        operators: p
-            .operators
-            .iter()
-            .map(|o| OperatorPlacement {
-                operator: o.id,
-                demand: 0.0,
-                shares: vec![Share {
-                    worker: clasp_core::WorkerId(o.id.0 % workers),
-                    share: 0.0,
-                    fraction: 1.0,
-                    instances: 1,
-                }],
-            })
-            .collect(),
-    }
-}
-
 /// Worker CPU and wall time of one run of `inputs` single-record requests.
 fn measure(
     p: &Pipeline,
@@ -78,7 +56,7 @@ fn measure(
         slots,
     )
     .map_err(|e| err(&e))?;
-    let placement = alternating(p, workers);
+    let placement = clasp_core::placement::Placement::alternating(p, workers);
     let keys = assign_keys(p, &placement, 1024, None);
     c.planner.install(RoutingPlan { epoch: 1, placement, keys }).map_err(|e| err(&e))?;
     let input = Input {

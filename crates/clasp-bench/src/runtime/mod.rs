@@ -20,12 +20,22 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// CPU time (user + system) of every child process waited for so far.
-#[allow(unsafe_code)]
 pub fn children_cpu() -> Duration {
+    rusage_cpu(libc::RUSAGE_CHILDREN)
+}
+
+/// CPU time (user + system) of this process and of the children it waited for, so far.
+pub fn cpu_so_far() -> Duration {
+    rusage_cpu(libc::RUSAGE_SELF) + children_cpu()
+}
+
+/// User + system CPU time that `getrusage(who)` reports.
+#[allow(unsafe_code)]
+fn rusage_cpu(who: libc::c_int) -> Duration {
     // SAFETY: getrusage writes into the struct we pass and has no other effect.
     let usage = unsafe {
         let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
+        libc::getrusage(who, &mut u);
         u
     };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);

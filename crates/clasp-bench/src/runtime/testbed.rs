@@ -21,7 +21,7 @@
 //! sleeping, so they hold the slot the way Faasm's dispatch held a worker's capacity).
 //! Every report names the regime of each row.
 
-use super::{app_pipeline, children_cpu, worker_processes, worker_threads};
+use super::{app_pipeline, cpu_so_far, worker_processes, worker_threads};
 use crate::{BenchError, Options};
 use clasp_core::pipeline::{ServiceMode, ServicePer, ServiceTime};
 use clasp_core::placement::Placement;
@@ -208,24 +208,6 @@ pub fn policies(o: &Options, default: &[Policy]) -> Result<Vec<Policy>, BenchErr
             })
             .collect(),
     }
-}
-
-/// CPU time (user + system) of this process and of the children it waited for, so far.
-pub fn cpu_so_far() -> Duration {
-    process_cpu() + children_cpu()
-}
-
-/// CPU time (user + system) of this process so far.
-#[allow(unsafe_code)]
-pub fn process_cpu() -> Duration {
-    // SAFETY: getrusage writes into the struct we pass and has no other effect.
-    let usage = unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut u);
-        u
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 /// The emulated cluster: slots per worker, service time per record, dispatch-cost regime and

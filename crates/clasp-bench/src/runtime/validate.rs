@@ -27,9 +27,9 @@ use crate::plot::{Chart, Series};
 use crate::progress::Progress;
 use crate::report::{Output, Report, Table, num};
 use crate::{BenchError, Options};
+use clasp_core::Pipeline;
 use clasp_core::pattern::RatePattern;
-use clasp_core::placement::{OperatorPlacement, Placement, Share};
-use clasp_core::{Pipeline, WorkerId};
+use clasp_core::placement::Placement;
 use clasp_runtime::wire::DispatchCost;
 use clasp_sim::{Arrivals, Deployment, Model, ServiceDist, SimConfig, SimSummary, Simulation};
 
@@ -148,27 +148,6 @@ fn loads(o: &Options) -> Result<Vec<f64>, BenchError> {
         .collect()
 }
 
-/// Operator `i` of `p` on worker `i % workers`, one instance each.
-fn alternating(p: &Pipeline, workers: u32) -> Placement {
-    Placement {
-        workers,
-        operators: p
-            .operators
-            .iter()
-            .map(|o| OperatorPlacement {
-                operator: o.id,
-                demand: 0.0,
-                shares: vec![Share {
-                    worker: WorkerId(o.id.0 % workers),
-                    share: 0.0,
-                    fraction: 1.0,
-                    instances: 1,
-                }],
-            })
-            .collect(),
-    }
-}
-
 /// Sum of the mean execution times of `p`'s operators in a run (µs).
 fn execution_us(m: &Measured) -> f64 {
     m.summary.operators.iter().map(|o| o.mean_exec_us).sum()
@@ -182,8 +161,8 @@ fn calibrate(bed: &Testbed) -> Result<Delays, BenchError> {
     let p = bed.pipeline("syn")?;
     let hops = p.operators.len() as f64;
     let rate = 0.2 * f64::from(bed.slots) * 1e6 / (hops * bed.exec_us);
-    let on_one = bed.run(&p, &alternating(&p, 1), Some(rate))?;
-    let on_two = bed.run(&p, &alternating(&p, 2), Some(rate))?;
+    let on_one = bed.run(&p, &Placement::alternating(&p, 1), Some(rate))?;
+    let on_two = bed.run(&p, &Placement::alternating(&p, 2), Some(rate))?;
     let remote_us = ((on_two.p50_ms * 1e3 - execution_us(&on_two)) / hops).max(0.0);
     let local_us =
         ((on_one.p50_ms * 1e3 - execution_us(&on_one) - remote_us) / (hops - 1.0)).max(0.0);
@@ -414,7 +393,7 @@ mod tests {
     #[test]
     fn alternating_places_neighbours_apart() {
         let p = clasp_apps::pipeline("syn").unwrap();
-        let a = alternating(&p, 2);
+        let a = Placement::alternating(&p, 2);
         let on: Vec<u32> = a.operators.iter().map(|o| o.shares[0].worker.0).collect();
         assert_eq!(on, [0, 1, 0, 1, 0, 1, 0, 1, 0, 1]);
         a.check(&p).unwrap();
