@@ -123,6 +123,18 @@ impl EstimatorConfig {
         Ok(())
     }
 
+    /// The same settings, normalized by and therefore starting at `c` (coefficients that are
+    /// not positive keep the current normalizer).
+    pub fn starting_at(mut self, c: Coefficients) -> Self {
+        let positive_or =
+            |x: f64, fallback: f64| if x.is_finite() && x > 0.0 { x } else { fallback };
+        self.local_scale = positive_or(c.alpha, self.local_scale);
+        self.remote_scale = positive_or(c.beta, self.remote_scale);
+        self.destinations_scale = positive_or(c.gamma, self.destinations_scale);
+        self.initial_capacity = c.capacity;
+        self
+    }
+
     fn scales(&self) -> [f64; 3] {
         [self.local_scale, self.remote_scale, self.destinations_scale]
     }

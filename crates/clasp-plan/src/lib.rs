@@ -14,7 +14,8 @@
 //! | [`limit`] | highest rate that fits the worker limit, cached | §4.3.2 |
 //! | [`parallelism`] | instances per operator and worker | Eq. 10–12 |
 //! | [`policy`] | the policies behind one interface | §4.3, §5 |
-//! | [`controller`] | when to rescale: triggers, warm-up, cooldown | §5.1.1, DESIGN §7 |
+//! | [`triggers`] | when to rescale: triggers, warm-up, cooldown | §5.1.1 |
+//! | [`autoscaler`] | the scaling state machine the runtime and the simulator execute | §4.2–4.4 |
 //! | [`baselines`] | FaaSFlow, Zhang24 and DS2 worker counts and placements | §5, DESIGN §7 |
 //! | [`keys`] | key groups shared by worker fractions, minimal movement; worker remapping | §4.4 |
 //! | [`migration`] | the migration plan between two placements | §4.4, Fig. 7 |
@@ -22,10 +23,10 @@
 //! | [`report`] | the stable JSON form of a decision | `docs/plan-json.md` |
 //! | [`synthetic`] | seeded random pipelines for benchmarks and tests | |
 
+pub mod autoscaler;
 pub mod baselines;
 pub mod capacity;
 pub mod config;
-pub mod controller;
 pub mod edgecut;
 pub mod error;
 pub mod estimator;
@@ -41,7 +42,9 @@ pub mod report;
 pub mod synthetic;
 #[cfg(test)]
 mod testing;
+pub mod triggers;
 
+pub use autoscaler::{Autoscaler, AutoscalerConfig, Step};
 pub use capacity::{WorkerLoad, placement_loads, worker_load};
 pub use config::{PackingVariant, PlanConfig};
 pub use error::PlanError;

@@ -5,10 +5,11 @@ use crate::cluster::{Cluster, ClusterError, Launch};
 use crate::planner::stats::{MigrationRecord, RunSummary};
 use crate::planner::{Input, PlannerConfig, PlannerError, Progress, SinkOutput};
 use crate::routing::RoutingPlan;
-use crate::scaling::{CoefficientSample, Scaler, ScalingConfig, ScalingError, ScalingEvent};
+use crate::scaling::{CoefficientSample, ScalingError, ScalingEvent, ScalingLoop};
 use clasp_core::Pipeline;
 use clasp_core::placement::Placement;
 use clasp_core::stats::ObservedStats;
+use clasp_plan::autoscaler::{AutoscalerConfig, Recommendation};
 use clasp_plan::keys::assign_keys;
 use clasp_plan::policy::clasp_on_workers;
 use clasp_plan::{PlanInput, Policy};
@@ -32,8 +33,8 @@ pub struct Job {
     /// The placement to start from; default: CLASP's placement of the spec's rates on
     /// `workers` workers (Eq. 12's allocation on one worker).
     pub placement: Option<Placement>,
-    /// The scaling policy and its settings.
-    pub scaling: ScalingConfig,
+    /// The autoscaler: policy, triggers, estimator.
+    pub scaling: AutoscalerConfig,
     /// Stop the inputs after this long.
     pub duration: Option<Duration>,
     /// The rate the initial placement is planned for (requests/s).
@@ -57,6 +58,9 @@ pub struct RunStats {
     pub coefficients_over_time: Vec<CoefficientSample>,
     /// Decisions the cooldown held back.
     pub held_back: u32,
+    /// Decisions made but not carried out (`--scaling recommend`), with their times (s).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recommendations: Vec<RecommendationRecord>,
     /// Totals.
     pub summary: RunSummary,
 }
@@ -96,6 +100,34 @@ impl From<ScalingError> for JobError {
         match e {
             ScalingError::Cluster(e) => Self::Cluster(e),
             ScalingError::Planner(e) => Self::Planner(e),
+            ScalingError::Plan(e) => Self::Plan(e),
+        }
+    }
+}
+
+/// A decision of the recommend mode, as the stats file records it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RecommendationRecord {
+    /// When it was made (s since the start).
+    pub time_s: f64,
+    /// What fired.
+    pub reason: String,
+    /// The rate decided for (requests/s).
+    pub target_rate: f64,
+    /// Workers running.
+    pub from_workers: u32,
+    /// Workers it asks for.
+    pub to_workers: u32,
+}
+
+impl RecommendationRecord {
+    fn new(time_s: f64, r: &Recommendation) -> Self {
+        Self {
+            time_s,
+            reason: r.reason.as_str().into(),
+            target_rate: r.target_rate,
+            from_workers: r.from,
+            to_workers: r.to,
         }
     }
 }
@@ -156,7 +188,7 @@ pub fn run(
         placement: placement.clone(),
         keys: keys.clone(),
     })?;
-    let mut scaler = Scaler::new(job.scaling.clone(), placement, keys, 1);
+    let mut scaler = ScalingLoop::new(job.scaling.clone(), &job.pipeline, placement, keys, 1)?;
     let Cluster { planner, pool } = &mut cluster;
     let mut failure: Option<ScalingError> = None;
     let result = planner.run(inputs, job.duration, &mut progress, |planner, p| {
@@ -184,17 +216,23 @@ pub fn run(
         None => 0,
     };
     let mut observed = cluster.planner.observed(summary.duration_s + 1.0);
-    observed.coefficients = Some(scaler.estimates());
+    let autoscaler = scaler.autoscaler();
+    observed.coefficients = Some(autoscaler.coefficients());
     let stats = RunStats {
         observed,
         policy: policy.name().into(),
         scaling_events: scaler.events.clone(),
         migrations: summary.migrations.clone(),
-        coefficients_over_time: scaler.coefficients.clone(),
-        held_back: scaler.held_back,
+        coefficients_over_time: autoscaler.coefficient_history().to_vec(),
+        held_back: autoscaler.held_back(),
+        recommendations: scaler
+            .recommendations
+            .iter()
+            .map(|(t, r)| RecommendationRecord::new(*t, r))
+            .collect(),
         summary: summary.clone(),
     };
-    let placement = scaler.placement().clone();
+    let placement = autoscaler.placement().clone();
     cluster.shutdown()?;
     Ok(JobOutput { summary, stats, placement, state_lines })
 }

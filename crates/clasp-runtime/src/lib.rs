@@ -5,7 +5,7 @@
 //! - [`worker`]: incoming queue, executor pool, local scheduling engine, keyed state, metrics
 //!   monitor;
 //! - [`migration`]: the decentralized one-round migration protocol;
-//! - [`scaling`]: the scaling controller loop (estimator, triggers, policy, migration);
+//! - [`scaling`]: the autoscaler's steps executed on the cluster (workers, migration);
 //! - [`wire`] and [`net`]: framing, handshake and per-peer sending/receiving threads;
 //! - [`cluster`]: embedded and multi-process deployments over the same code path.
 

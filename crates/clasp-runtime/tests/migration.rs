@@ -12,7 +12,7 @@ use clasp_plan::migration::plan_migration;
 use clasp_runtime::cluster::{Cluster, contiguous_keys};
 use clasp_runtime::planner::DiscardSink;
 use clasp_runtime::routing::RoutingPlan;
-use clasp_runtime::scaling::{Scaler, ScalingConfig};
+use clasp_runtime::scaling::ScalingLoop;
 use common::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -77,14 +77,8 @@ fn twenty_random_migrations_under_load_lose_nothing() {
     c.planner
         .install(RoutingPlan { epoch: 1, placement: placement.clone(), keys: keys.clone() })
         .unwrap();
-    let scaling = ScalingConfig {
-        policy: clasp_plan::Policy::Static,
-        plan: clasp_plan::PlanConfig::default(),
-        triggers: Default::default(),
-        estimator: Default::default(),
-        window_s: 1.0,
-    };
-    let mut scaler = Scaler::new(scaling, placement, keys, 1);
+    let scaling = clasp_plan::AutoscalerConfig::with_policy(clasp_plan::Policy::Static);
+    let mut scaler = ScalingLoop::new(scaling, &p, placement, keys, 1).unwrap();
     let mut rng = SplitMix64::new(2024);
     let mut migrations = 0;
     let Cluster { planner, pool } = &mut c;
@@ -97,11 +91,11 @@ fn twenty_random_migrations_under_load_lose_nothing() {
                 if migrations < 24 {
                     let next = random_placement(&p, &mut rng);
                     scaler
-                        .migrate(planner, pool, &p, next)
+                        .rescale_to(planner, pool, next)
                         .map_err(|e| panic!("migration {migrations}: {e}"))
                         .ok();
                     migrations += 1;
-                    check_owners(&planner.collect_state()?, scaler.keys(), count);
+                    check_owners(&planner.collect_state()?, scaler.autoscaler().keys(), count);
                 }
                 Ok(())
             },

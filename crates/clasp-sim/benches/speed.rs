@@ -12,8 +12,8 @@
 use clasp_core::Pipeline;
 use clasp_core::pattern::RatePattern;
 use clasp_plan::Policy;
-use clasp_sim::controller::UNTHROTTLED_RATE;
-use clasp_sim::{ControllerConfig, Deployment, SimConfig, Simulation, static_placement};
+use clasp_plan::autoscaler::UNTHROTTLED_RATE;
+use clasp_sim::{Deployment, SimConfig, Simulation, autoscaler_config, static_placement};
 use criterion::{Criterion, Throughput};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -46,8 +46,8 @@ fn elastic_sim(p: &Pipeline) -> Simulation<'_> {
         warmup_s: 0.0,
         ..SimConfig::default()
     };
-    let controller = ControllerConfig::with_policy(Policy::Clasp);
-    Simulation::from_spec(p, cfg, pattern, Deployment::Elastic(Box::new(controller)))
+    let autoscaler = autoscaler_config(&cfg, Policy::Clasp);
+    Simulation::from_spec(p, cfg, pattern, Deployment::Elastic(Box::new(autoscaler)))
         .expect("valid simulation")
 }
 

@@ -7,10 +7,9 @@
 //! |---|---|
 //! | [`config`] | the simulated cluster: slots, CPU, α/β/γ costs, delays, distributions |
 //! | [`model`] | the pipeline compiled for simulation: execution times, requests per execution |
-//! | [`engine`] | the event loop: [`Simulation`] and [`Deployment`] |
+//! | [`engine`] | the event loop: [`Simulation`] and [`Deployment`]; the autoscaler's steps executed |
 //! | [`worker`] | queues, executor slots with instance limits, a processor-shared CPU |
 //! | [`routing`] | key-group and share-based routing of a placement |
-//! | [`controller`] | the scaling loop: estimator, triggers, policy |
 //! | [`migration`] | the decentralized migration of §4.4, step by step |
 //! | [`report`] | worker reports and their aggregation into observed statistics |
 //! | [`summary`] | what a run reports |
@@ -38,7 +37,6 @@
 pub mod analytic;
 pub mod chains;
 pub mod config;
-pub mod controller;
 pub mod engine;
 pub mod error;
 pub mod events;
@@ -54,7 +52,6 @@ mod testing;
 pub mod worker;
 
 pub use config::{Arrivals, ServiceDist, SimConfig};
-pub use controller::{ControllerConfig, Reason};
 pub use engine::{Deployment, Simulation};
 pub use error::SimError;
 pub use model::Model;
@@ -65,7 +62,7 @@ use clasp_core::placement::Placement;
 use clasp_core::stats::ObservedStats;
 use clasp_plan::policy::clasp_on_workers;
 use clasp_plan::projection::spec_observation;
-use clasp_plan::{PlanConfig, PlanInput, Policy};
+use clasp_plan::{AutoscalerConfig, PlanConfig, PlanInput, Policy};
 
 /// CLASP's placement of `p` over exactly `workers` workers for `rate` requests/s (the highest
 /// rate they sustain when they cannot hold `rate`), from spec-derived statistics and the
@@ -105,6 +102,18 @@ pub fn placement_on(
         current: None,
     };
     Ok(clasp_on_workers(Policy::Clasp, &input, workers)?.placement)
+}
+
+/// The autoscaler of `policy` on a simulated cluster: planning parameters matching it
+/// ([`plan_config`]) and the estimator starting from the paper's measured coefficients, as the
+/// paper initializes it.
+pub fn autoscaler_config(cfg: &SimConfig, policy: Policy) -> AutoscalerConfig {
+    let mut plan = plan_config(cfg, cfg.max_workers);
+    plan.estimator = plan.estimator.starting_at(clasp_core::stats::Coefficients::PAPER);
+    AutoscalerConfig {
+        window_s: cfg.window_s,
+        ..AutoscalerConfig::with_policy(policy).with_plan(plan)
+    }
 }
 
 /// Planning parameters matching a simulated cluster: its slots, `max_workers`, mean

@@ -1,7 +1,7 @@
 //! Migrations on rescaling (CLASP §4.4, Fig. 7), simulated step by step:
 //!
-//! 1. the planner diffs the placements into a plan (`clasp_plan::migration::plan_migration`,
-//!    keys by `clasp_plan::keys::assign_keys`) and broadcasts it; it reaches every worker one
+//! 1. the planner broadcasts the plan the autoscaler made
+//!    (`clasp_plan::autoscaler::plan_rescale`); it reaches every worker one
 //!    network delay later, when the planner also starts routing inputs by the new placement;
 //! 2. each worker pauses (arrivals are held) and lets its running executions finish;
 //! 3. it sends every peer the plan names one message — the state of the key groups it hands
@@ -18,9 +18,7 @@ use crate::engine::{Simulation, Timer};
 use crate::events::{Nanos, Req, ns_to_s, us_to_ns};
 use crate::routing::Routing;
 use crate::summary::ScalingEvent;
-use clasp_core::placement::{MigrationPlan, Placement};
-use clasp_plan::keys::assign_keys;
-use clasp_plan::migration::plan_migration;
+use clasp_core::placement::{KeyAssignment, MigrationPlan, Placement};
 
 /// One worker's part.
 #[derive(Debug, Default)]
@@ -59,17 +57,23 @@ pub struct Migration {
 }
 
 impl Simulation<'_> {
-    /// Issues the plan to move to `placement` (why: `reason`, for `target_rate`): new key
-    /// assignment, migration plan, broadcast.
-    pub(crate) fn begin_migration(&mut self, placement: Placement, reason: &str, target_rate: f64) {
-        let groups = self.cfg.key_groups;
-        let keys = assign_keys(self.p, &placement, groups, Some(&self.routing.keys));
-        let plan =
-            plan_migration(self.p, &self.routing.placement, &self.routing.keys, &placement, &keys);
+    /// Issues the plan to move to `placement` with `keys` by `plan` (why: `reason`, for
+    /// `target_rate`): broadcast.
+    pub(crate) fn begin_migration(
+        &mut self,
+        placement: Placement,
+        keys: KeyAssignment,
+        plan: MigrationPlan,
+        reason: &str,
+        target_rate: f64,
+    ) {
         let from = self.routing.workers();
         let to = placement.workers;
         let epoch = self.routing.epoch + 1;
         let Ok(next) = Routing::new(self.p, placement, keys, epoch, self.cfg.max_workers) else {
+            if let Some(a) = self.autoscaler.as_mut() {
+                a.rescale_failed();
+            }
             return;
         };
         let event = ScalingEvent {
@@ -272,8 +276,8 @@ impl Simulation<'_> {
         self.previous = None;
         let t = ns_to_s(self.now);
         self.window_start = t;
-        if let Some(c) = self.controller.as_mut() {
-            c.migration_ended(t);
+        if let Some(a) = self.autoscaler.as_mut() {
+            a.rescaled(t);
         }
     }
 }

@@ -8,7 +8,7 @@ use clasp_sim::experiments::migration::{MigrationSetup, StateSize};
 use clasp_sim::experiments::{
     Setup, coefficients, end_to_end, migration, placement, scaling, state_locality, worker_count,
 };
-use clasp_sim::{ControllerConfig, Deployment, SimConfig, Simulation};
+use clasp_sim::{Deployment, SimConfig, Simulation, autoscaler_config};
 use std::path::Path;
 
 fn pipeline(name: &str) -> Pipeline {
@@ -128,8 +128,8 @@ fn elastic(seed: u64) -> clasp_sim::SimSummary {
         seed,
         ..SimConfig::default()
     };
-    let controller = ControllerConfig::default().with_warmup(1_000);
-    Simulation::from_spec(&p, cfg, pattern, Deployment::Elastic(Box::new(controller)))
+    let autoscaler = autoscaler_config(&cfg, Policy::Clasp).with_warmup(1_000);
+    Simulation::from_spec(&p, cfg, pattern, Deployment::Elastic(Box::new(autoscaler)))
         .unwrap()
         .run()
 }

@@ -14,11 +14,11 @@ use crate::{BenchError, Options};
 use clasp_core::SourceId;
 use clasp_core::input::MemoryLines;
 use clasp_core::pattern::RatePattern;
-use clasp_plan::controller::TriggerConfig;
+use clasp_plan::autoscaler::AutoscalerConfig;
+use clasp_plan::triggers::TriggerConfig;
 use clasp_plan::{PlanConfig, Policy};
 use clasp_runtime::job::{self, Job};
 use clasp_runtime::planner::{DiscardSink, Input, PlannerConfig};
-use clasp_runtime::scaling::ScalingConfig;
 use std::sync::Arc;
 
 /// The pattern, its stages shortened by `scale` (so a quick run keeps the same shape).
@@ -78,16 +78,22 @@ fn run_policy(
     planner.settings.interval_ms = 500;
     planner.settings.seed = o.seed;
     planner.settings.dispatch_cost = regime.cost;
-    let scaling = ScalingConfig {
+    let scaling = AutoscalerConfig {
         policy,
-        plan: PlanConfig { slots_per_worker: slots, max_workers: 6, ..PlanConfig::default() },
+        plan: PlanConfig {
+            slots_per_worker: slots,
+            max_workers: 6,
+            estimator: estimator(regime),
+            ..PlanConfig::default()
+        },
         triggers: TriggerConfig {
             warmup_requests: 200,
             cooldown_s: 5.0,
             ..TriggerConfig::default()
         },
-        estimator: estimator(regime),
         window_s: 3.0,
+        batch_size: 16,
+        ..AutoscalerConfig::default()
     };
     let job = Job {
         pipeline: p,

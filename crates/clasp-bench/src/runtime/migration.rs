@@ -13,7 +13,7 @@ use clasp_runtime::cluster::{Cluster, spread};
 use clasp_runtime::planner::stats::MigrationRecord;
 use clasp_runtime::planner::{DiscardSink, Input, PlannerConfig};
 use clasp_runtime::routing::RoutingPlan;
-use clasp_runtime::scaling::{Scaler, ScalingConfig};
+use clasp_runtime::scaling::ScalingLoop;
 use std::sync::Arc;
 
 /// Lines of 10 words drawn uniformly from `keys` distinct words, so every key is seen.
@@ -79,14 +79,9 @@ fn transitions(
     c.planner.run(vec![input], None, |_| {}, |_, _| Ok(())).map_err(|e| err(&e))?;
     // Then migrate while input keeps arriving at a moderate rate.
     let rest = Arc::new(text[load..].to_vec());
-    let scaling = ScalingConfig {
-        policy: clasp_plan::Policy::Static,
-        plan: clasp_plan::PlanConfig::default(),
-        triggers: Default::default(),
-        estimator: Default::default(),
-        window_s: 1.0,
-    };
-    let mut scaler = Scaler::new(scaling, placement, keys_assignment, 1);
+    let scaling = clasp_plan::AutoscalerConfig::with_policy(clasp_plan::Policy::Static);
+    let mut scaler =
+        ScalingLoop::new(scaling, &p, placement, keys_assignment, 1).map_err(|e| err(&e))?;
     let mut records = Vec::new();
     let mut next = 1;
     let mut failure = None;
@@ -105,7 +100,7 @@ fn transitions(
             |planner, prog| {
                 if next < steps.len() && prog.t > 0.75 * next as f64 && failure.is_none() {
                     let (from, to) = (steps[next - 1], steps[next]);
-                    match scaler.migrate(planner, pool, &p, spread(&p, to, slots)) {
+                    match scaler.rescale_to(planner, pool, spread(&p, to, slots)) {
                         Ok(r) => records.push((from, to, r)),
                         Err(e) => failure = Some(e.to_string()),
                     }

@@ -17,11 +17,12 @@ use crate::progress::Progress;
 use crate::report::{Output, Report, Table, num};
 use crate::{BenchError, Options};
 use clasp_core::Pipeline;
-use clasp_plan::controller::TriggerConfig;
+use clasp_plan::autoscaler::AutoscalerConfig;
+use clasp_plan::triggers::TriggerConfig;
 use clasp_plan::{PlanConfig, PlanInput, Policy};
 use clasp_runtime::cluster::Cluster;
 use clasp_runtime::planner::PlannerError;
-use clasp_runtime::scaling::{Scaler, ScalingConfig, ScalingError};
+use clasp_runtime::scaling::{ScalingError, ScalingLoop};
 use clasp_sim::experiments::worker_count::{Mae, Maxima, Transition, errors};
 use std::time::Duration;
 
@@ -195,20 +196,20 @@ fn predictions(
     let err = |e: &dyn std::fmt::Display| BenchError::Run(format!("{} {policy}: {e}", p.name));
     let plan = plan_config(bed, max_workers);
     let first = bed.clasp_on(p, source, 1)?;
-    let scaling = ScalingConfig {
+    let scaling = AutoscalerConfig {
         policy,
-        plan: plan.clone(),
+        plan: PlanConfig { estimator: bed.estimator(), ..plan.clone() },
         triggers: TriggerConfig {
             warmup_requests: (source * bed.warmup_s).max(50.0) as u64,
             ..TriggerConfig::default()
         },
-        estimator: bed.estimator(),
         window_s: bed.run_s,
+        ..AutoscalerConfig::default()
     };
     let secs = elastic_secs(bed);
     let mut cluster = bed.start(p, &first, bed.in_flight(Some(source), max_workers))?;
     let keys = clasp_plan::keys::assign_keys(p, &first, testbed::KEY_GROUPS, None);
-    let mut scaler = Scaler::new(scaling, first, keys, 1);
+    let mut scaler = ScalingLoop::new(scaling, p, first, keys, 1).map_err(|e| err(&e))?;
     let input = bed.input(p, Some(source), secs)?;
     let predict_from = secs - 2.0 * f64::from(bed.interval_ms as u32) / 1e3;
     let mut predicted: Option<Vec<Option<u32>>> = None;
@@ -225,8 +226,9 @@ fn predictions(
                 Ok(_) => {}
             }
             if prog.t >= predict_from && predicted.is_none() {
-                let stats = scaler.decision_stats(planner);
-                let coefficients = scaler.estimates();
+                let autoscaler = scaler.autoscaler();
+                let stats = autoscaler.window_stats(p);
+                let coefficients = autoscaler.coefficients();
                 let decide = |target: f64| {
                     let input = PlanInput {
                         pipeline: p,
@@ -234,7 +236,7 @@ fn predictions(
                         target_rate: target,
                         coefficients,
                         config: &plan,
-                        current: Some(scaler.placement()),
+                        current: Some(autoscaler.placement()),
                     };
                     policy.decide(&input).ok().map(|d| d.workers)
                 };

@@ -9,7 +9,6 @@
 //! (`updates` is 0).
 
 use super::{Setup, spec_stats};
-use crate::controller::UNTHROTTLED_RATE;
 use crate::engine::{Deployment, Simulation};
 use crate::error::SimError;
 use crate::placement_on;
@@ -17,6 +16,7 @@ use clasp_core::Pipeline;
 use clasp_core::pattern::RatePattern;
 use clasp_core::stats::Coefficients;
 use clasp_plan::EstimatorConfig;
+use clasp_plan::autoscaler::UNTHROTTLED_RATE;
 use serde::{Deserialize, Serialize};
 
 /// Chains in flight: enough for every worker's queue to exceed the saturation threshold.

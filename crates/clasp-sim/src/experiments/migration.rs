@@ -9,12 +9,12 @@
 //! a worker's from receiving the plan to resuming (the longest is reported).
 
 use super::{Setup, max_throughput, spec_stats};
-use crate::controller::UNTHROTTLED_RATE;
 use crate::engine::{Deployment, Simulation};
 use crate::error::SimError;
 use crate::placement_on;
 use clasp_core::Pipeline;
 use clasp_core::pattern::RatePattern;
+use clasp_plan::autoscaler::UNTHROTTLED_RATE;
 use serde::{Deserialize, Serialize};
 
 /// The worker counts visited, in order: every transition of Fig. 8 once.

@@ -26,7 +26,6 @@ pub mod validation;
 pub mod worker_count;
 
 use crate::config::SimConfig;
-use crate::controller::{ControllerConfig, UNTHROTTLED_RATE};
 use crate::engine::{Deployment, Simulation};
 use crate::error::SimError;
 use crate::summary::SimSummary;
@@ -35,6 +34,7 @@ use clasp_core::Pipeline;
 use clasp_core::pattern::RatePattern;
 use clasp_core::placement::Placement;
 use clasp_core::stats::ObservedStats;
+use clasp_plan::autoscaler::UNTHROTTLED_RATE;
 use clasp_plan::projection::spec_observation;
 use clasp_plan::{PlanInput, Policy};
 use serde::{Deserialize, Serialize};
@@ -160,11 +160,8 @@ pub fn run_elastic(
     warmup_requests: u64,
 ) -> Result<SimSummary, SimError> {
     let cfg = SimConfig { duration_s, warmup_s: 0.0, ..setup.sim.clone() };
-    let controller = ControllerConfig {
-        plan: plan_config(&setup.sim, setup.sim.max_workers),
-        ..ControllerConfig::with_policy(policy).with_warmup(warmup_requests)
-    };
-    Ok(Simulation::from_spec(p, cfg, pattern, Deployment::Elastic(Box::new(controller)))?.run())
+    let autoscaler = crate::autoscaler_config(&setup.sim, policy).with_warmup(warmup_requests);
+    Ok(Simulation::from_spec(p, cfg, pattern, Deployment::Elastic(Box::new(autoscaler)))?.run())
 }
 
 /// The throughput of CLASP's placement over exactly `workers` workers under unthrottled input.

@@ -4,11 +4,11 @@
 //! uses the placement the worker-limit search finds), and the placement runs unthrottled.
 
 use super::{Setup, policy_placement, run_static, spec_stats};
-use crate::controller::UNTHROTTLED_RATE;
 use crate::error::SimError;
 use clasp_core::Pipeline;
 use clasp_core::pattern::RatePattern;
 use clasp_plan::Policy;
+use clasp_plan::autoscaler::UNTHROTTLED_RATE;
 use serde::{Deserialize, Serialize};
 
 /// The policies of Fig. 10 (DS2 added).

@@ -10,12 +10,12 @@
 //! touch state (WC 3.5× at 90 %, PL 1.5× at 20 %).
 
 use super::{Setup, run_static, spec_stats};
-use crate::controller::UNTHROTTLED_RATE;
 use crate::error::SimError;
 use crate::model::Model;
 use crate::placement_on;
 use clasp_core::Pipeline;
 use clasp_core::pattern::RatePattern;
+use clasp_plan::autoscaler::UNTHROTTLED_RATE;
 use serde::{Deserialize, Serialize};
 
 /// The paper's extra execution time of a remote state access (1,400 − 400 µs).

@@ -7,15 +7,16 @@ use clasp_core::input::{LineReader, LineSource, MemoryLines};
 use clasp_core::pattern::{PatternSpec, RatePattern};
 use clasp_core::pipeline::{ServiceMode, ServicePer, ServiceTime};
 use clasp_core::stats::Coefficients;
-use clasp_plan::controller::{TriggerConfig, TriggerRule};
+use clasp_plan::autoscaler::AutoscalerConfig;
 use clasp_plan::estimator::EstimatorConfig;
+use clasp_plan::triggers::{TriggerConfig, TriggerRule};
 use clasp_plan::{PlanConfig, Policy};
 use clasp_runtime::cluster::Launch;
 use clasp_runtime::job::{self, Job};
 use clasp_runtime::planner::{
     DiscardSink, Input, JsonLinesSink, PlannerConfig, Progress, SinkOutput,
 };
-use clasp_runtime::scaling::{ScalingConfig, ScalingEvent};
+use clasp_runtime::scaling::ScalingEvent;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -276,7 +277,7 @@ fn inputs(p: &Pipeline, args: &Args, pattern: &Arc<RatePattern>) -> Result<Vec<I
         .collect())
 }
 
-fn scaling_config(args: &Args) -> Result<ScalingConfig> {
+fn scaling_config(args: &Args, unthrottled: bool) -> Result<AutoscalerConfig> {
     if args.max_workers < 1 {
         bail!("--max-workers must be at least 1");
     }
@@ -287,7 +288,7 @@ fn scaling_config(args: &Args) -> Result<ScalingConfig> {
             args.max_workers
         );
     }
-    let plan = PlanConfig {
+    let mut plan = PlanConfig {
         max_workers: args.max_workers,
         slots_per_worker: args.slots,
         ..PlanConfig::default()
@@ -302,7 +303,7 @@ fn scaling_config(args: &Args) -> Result<ScalingConfig> {
         },
     };
     // The estimator starts from its normalization constants (normalized coefficients of 1).
-    let estimator = EstimatorConfig {
+    plan.estimator = EstimatorConfig {
         local_scale: initial.alpha.max(1e-3),
         remote_scale: initial.beta.max(1e-3),
         destinations_scale: initial.gamma.max(1e-3),
@@ -317,9 +318,17 @@ fn scaling_config(args: &Args) -> Result<ScalingConfig> {
         cooldown_s: args.cooldown,
         ..TriggerConfig::default()
     };
-    triggers.validate().map_err(|e| anyhow!(e))?;
-    plan.validate().map_err(|e| anyhow!("{e}"))?;
-    Ok(ScalingConfig { policy: args.policy, plan, triggers, estimator, window_s: 5.0 })
+    let cfg = AutoscalerConfig {
+        policy: args.policy,
+        plan,
+        triggers,
+        window_s: 5.0,
+        unthrottled,
+        batch_size: args.batch,
+        ..AutoscalerConfig::default()
+    };
+    cfg.validate()?;
+    Ok(cfg)
 }
 
 fn read_placement(path: &PathBuf, p: &Pipeline) -> Result<clasp_core::placement::Placement> {
@@ -352,7 +361,7 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
         (PatternSpec::Constant, None) => RatePattern::unthrottled(),
         _ => spec.build(args.rate, args.seed).map_err(|e| anyhow!("--pattern: {e}"))?,
     };
-    let scaling = scaling_config(args)?;
+    let scaling = scaling_config(args, pattern.rate_at(0.0).is_infinite())?;
     let placement = args.placement.as_ref().map(|f| read_placement(f, &pipeline)).transpose()?;
     let mut planner = PlannerConfig {
         listen: args.listen.clone(),

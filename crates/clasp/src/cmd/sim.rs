@@ -5,8 +5,9 @@
 use anyhow::{Context, Result, bail};
 use clasp_core::pattern::PatternSpec;
 use clasp_core::stats::Coefficients;
+use clasp_plan::AutoscalerConfig;
 use clasp_plan::Policy;
-use clasp_sim::{ControllerConfig, Deployment, Model, ServiceDist, SimConfig, Simulation};
+use clasp_sim::{Deployment, Model, ServiceDist, SimConfig, Simulation};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -135,14 +136,18 @@ pub fn run(args: &Args) -> Result<()> {
     let deployment = match (args.workers, args.policy) {
         (Some(n), _) => {
             let rate = args.rate.filter(|_| !pattern.rate_at(0.0).is_infinite());
-            let rate = rate.unwrap_or(clasp_sim::controller::UNTHROTTLED_RATE);
+            let rate = rate.unwrap_or(clasp_plan::autoscaler::UNTHROTTLED_RATE);
             Deployment::Static(clasp_sim::static_placement(&p, &cfg, rate, n)?)
         }
-        (None, Some(policy)) => Deployment::Elastic(Box::new(ControllerConfig {
-            plan: clasp_sim::plan_config(&cfg, args.max_workers),
-            initial: cfg.costs,
-            ..ControllerConfig::with_policy(policy)
-        })),
+        (None, Some(policy)) => {
+            // The estimator starts at the simulated cluster's true costs.
+            let mut plan = clasp_sim::plan_config(&cfg, args.max_workers);
+            plan.estimator = plan.estimator.starting_at(cfg.costs);
+            Deployment::Elastic(Box::new(AutoscalerConfig {
+                window_s: cfg.window_s,
+                ..AutoscalerConfig::with_policy(policy).with_plan(plan)
+            }))
+        }
         (None, None) => bail!("give --workers N or --policy P"),
     };
     let sim = Simulation::new(&p, model, cfg, pattern, deployment)

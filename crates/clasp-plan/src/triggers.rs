@@ -4,8 +4,10 @@
 //! plus a periodic check every 10 s), a warm-up before the first decision, and a cooldown
 //! that holds back a decision returning to the previous configuration (no flapping).
 //!
-//! Pure: the runtime and the simulator feed it one sample per stats interval.
+//! Pure: [`crate::autoscaler::Autoscaler`] feeds it one sample per stats interval, for the
+//! runtime and the simulator alike.
 
+use crate::error::PlanError;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -65,7 +67,7 @@ impl Default for TriggerConfig {
 
 impl TriggerConfig {
     /// Checks the values are usable.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), PlanError> {
         let fractions = [
             ("change", self.change),
             ("lag", self.lag),
@@ -73,7 +75,9 @@ impl TriggerConfig {
         ];
         for (name, v) in fractions {
             if !(v.is_finite() && v > 0.0 && v < 1.0) {
-                return Err(format!("trigger `{name}` = {v} must be in (0, 1)"));
+                return Err(PlanError::InvalidConfig(format!(
+                    "trigger `{name}` = {v} must be in (0, 1)"
+                )));
             }
         }
         let durations = [
@@ -85,7 +89,9 @@ impl TriggerConfig {
         ];
         for (name, v) in durations {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("trigger `{name}` = {v} must be a duration >= 0"));
+                return Err(PlanError::InvalidConfig(format!(
+                    "trigger `{name}` = {v} must be a duration >= 0"
+                )));
             }
         }
         Ok(())
@@ -144,7 +150,7 @@ pub struct Sample {
 
 /// The trigger state machine.
 #[derive(Clone, Debug)]
-pub struct Controller {
+pub struct Triggers {
     config: TriggerConfig,
     samples: VecDeque<Sample>,
     /// The input rate the current configuration was planned for.
@@ -155,8 +161,8 @@ pub struct Controller {
     warmed_up: bool,
 }
 
-impl Controller {
-    /// A controller with `config`.
+impl Triggers {
+    /// Triggers with `config`.
     pub fn new(config: TriggerConfig) -> Self {
         Self {
             config,
@@ -290,7 +296,7 @@ mod tests {
     use super::*;
 
     fn feed(
-        c: &mut Controller,
+        c: &mut Triggers,
         from: f64,
         to: f64,
         input: f64,
@@ -318,7 +324,7 @@ mod tests {
     #[test]
     fn warm_up_then_a_rate_change_after_two_seconds() {
         let mut c =
-            Controller::new(TriggerConfig { warmup_requests: 2_500, ..TriggerConfig::default() });
+            Triggers::new(TriggerConfig { warmup_requests: 2_500, ..TriggerConfig::default() });
         let mut n = 0;
         let f = feed(&mut c, 0.0, 5.0, 1_000.0, 1_000.0, &mut n);
         assert_eq!(f.len(), 1);
@@ -333,8 +339,7 @@ mod tests {
 
     #[test]
     fn a_short_spike_does_not_trigger_but_lagging_does() {
-        let mut c =
-            Controller::new(TriggerConfig { warmup_requests: 0, ..TriggerConfig::default() });
+        let mut c = Triggers::new(TriggerConfig { warmup_requests: 0, ..TriggerConfig::default() });
         let mut n = 0;
         feed(&mut c, 0.0, 1.0, 1_000.0, 1_000.0, &mut n);
         c.planned(1.0, 1_000.0, 1, 1);
@@ -352,7 +357,7 @@ mod tests {
             warmup_requests: 0,
             ..TriggerConfig::default()
         };
-        let mut c = Controller::new(cfg);
+        let mut c = Triggers::new(cfg);
         let mut n = 0;
         feed(&mut c, 0.0, 1.0, 1_000.0, 1_000.0, &mut n);
         c.planned(1.0, 1_000.0, 1, 1);
@@ -368,7 +373,7 @@ mod tests {
 
     #[test]
     fn cooldown_holds_back_flapping() {
-        let mut c = Controller::new(TriggerConfig::default());
+        let mut c = Triggers::new(TriggerConfig::default());
         c.planned(10.0, 1_000.0, 1, 3);
         assert!(!c.admits(15.0, 3, 1), "back to 1 within 10 s");
         assert!(c.admits(15.0, 3, 4), "onwards is fine");
@@ -391,7 +396,7 @@ mod jitter {
     #[test]
     fn lagging_fires_despite_timer_jitter() {
         let mut c =
-            Controller::new(TriggerConfig { warmup_requests: 500, ..TriggerConfig::default() });
+            Triggers::new(TriggerConfig { warmup_requests: 500, ..TriggerConfig::default() });
         let ts = [
             1.000412784,
             2.000199484,

@@ -1,0 +1,293 @@
+//! Every path of the state machine, driven by synthetic intervals of a two-operator chain
+//! whose load per request is known: `a` then a stateful `b`, 400 µs per execution each.
+
+use super::*;
+use crate::testing::pipeline;
+use clasp_core::WorkerId;
+use clasp_core::report::{OpReport, WorkerReport};
+
+const SPEC: &str = "[[source]]\nname = \"in\"\n\
+    [[operator]]\nname = \"a\"\nkind = \"map\"\n\
+    [[operator]]\nname = \"b\"\nkind = \"reduce\"\nstateful = true\nkey = \"k\"\n\
+    [[stream]]\nfrom = \"in\"\nto = \"a\"\n[[stream]]\nfrom = \"a\"\nto = \"b\"\n";
+
+/// Execution time of each operator per request (µs).
+const EXEC_US: f64 = 400.0;
+
+fn chain() -> Pipeline {
+    pipeline(SPEC)
+}
+
+/// Feeds intervals of one second and records the steps.
+struct Driver {
+    scaler: Autoscaler,
+    p: Pipeline,
+    t: f64,
+    requests: u64,
+}
+
+impl Driver {
+    fn new(cfg: AutoscalerConfig) -> Self {
+        let p = chain();
+        let placement = Placement::single_worker(&p, &[4, 4]);
+        let keys = assign_keys(&p, &placement, 64, None);
+        let scaler = Autoscaler::new(cfg, &p, placement, keys, 1).unwrap();
+        Self { scaler, p, t: 0.0, requests: 0 }
+    }
+
+    /// One second with `input` requests/s arriving and `done` completing, spread evenly over
+    /// the running workers; saturated when `done < input`.
+    fn second(&mut self, input: f64, done: f64) -> Step {
+        self.t += 1.0;
+        self.requests += input as u64;
+        let workers = self.scaler.placement().workers;
+        let per_worker = (done / f64::from(workers)).round() as u64;
+        let reports = (0..workers)
+            .map(|w| {
+                let op = OpReport {
+                    processed: per_worker,
+                    records: per_worker,
+                    emitted: per_worker,
+                    exec_us: per_worker as f64 * EXEC_US,
+                    wait_us: per_worker as f64 * 50.0,
+                    ..OpReport::default()
+                };
+                WorkerReport {
+                    worker: WorkerId(w),
+                    interval_s: 1.0,
+                    slots: 10,
+                    queue: if done < input { 1000.0 } else { 1.0 },
+                    local: per_worker,
+                    ops: vec![op.clone(), op],
+                    edges: vec![per_worker, per_worker],
+                    saturated: done < input,
+                    ..WorkerReport::default()
+                }
+            })
+            .collect();
+        let interval = Interval {
+            t: self.t,
+            interval_s: 1.0,
+            input_rate: input,
+            throughput: done,
+            requests: self.requests,
+            planner_queue: 0.0,
+            workers,
+            reports,
+        };
+        self.scaler.step(&self.p, interval)
+    }
+
+    /// Seconds until a step other than `Idle`, at most `limit`.
+    fn until_step(&mut self, input: f64, done: f64, limit: usize) -> Option<(f64, Step)> {
+        (0..limit).find_map(|_| match self.second(input, done) {
+            Step::Idle => None,
+            s => Some((self.t, s)),
+        })
+    }
+}
+
+fn config(warmup: u64) -> AutoscalerConfig {
+    AutoscalerConfig { window_s: 3.0, ..AutoscalerConfig::default().with_warmup(warmup) }
+}
+
+/// Workers the chain needs for `rate` requests/s by Eq. 1 with only execution load (all
+/// chained requests local): ⌈rate · 2 · τ / (W̄ · headroom)⌉, W̄ the estimator's start.
+fn workers_for(rate: f64, cfg: &AutoscalerConfig) -> u32 {
+    let capacity = cfg.plan.estimator.initial_capacity * cfg.plan.headroom;
+    (rate * 2.0 * EXEC_US / capacity).ceil() as u32
+}
+
+#[test]
+fn warm_up_holds_the_first_decision_then_a_rescale_comes_out() {
+    let mut d = Driver::new(config(5_000));
+    let (t, step) = d.until_step(1_500.0, 1_000.0, 20).expect("a step after warm-up");
+    assert_eq!(t, 4.0, "the interval in which 5,000 requests were reached");
+    let Step::Rescale(r) = step else { panic!("expected a rescale, got {step:?}") };
+    assert_eq!(r.reason, Some(Reason::WarmedUp));
+    assert_eq!((r.from, r.epoch, r.target_rate), (1, 2, 1_500.0));
+    assert!(r.to >= workers_for(1_500.0, &d.scaler.cfg), "{} workers", r.to);
+    assert!(d.scaler.rescaling());
+    assert_eq!(d.scaler.placement().workers, 1, "nothing adopted before it finished");
+    // Every key group of `b` is owned by a worker hosting `b`, and the plan moves exactly the
+    // groups whose owner changed.
+    let b = clasp_core::OperatorId(1);
+    let hosts: Vec<WorkerId> = r.placement.workers_of(b).collect();
+    assert!(r.keys.owners[1].iter().all(|w| hosts.contains(w)), "{hosts:?}");
+    let changed = d.scaler.keys().owners[1].iter().zip(&r.keys.owners[1]).filter(|(x, y)| x != y);
+    assert_eq!(r.migration.moved_groups(), changed.count());
+}
+
+#[test]
+fn a_rescale_in_flight_keeps_intervals_from_the_triggers_until_it_finishes() {
+    let mut d = Driver::new(config(0));
+    let Some((_, Step::Rescale(r))) = d.until_step(1_500.0, 1_000.0, 5) else { panic!() };
+    for _ in 0..10 {
+        assert!(matches!(d.second(1_500.0, 1_000.0), Step::Idle), "lagging while rescaling");
+    }
+    d.scaler.rescaled(d.t);
+    assert_eq!(d.scaler.placement(), &r.placement);
+    assert_eq!((d.scaler.epoch(), d.scaler.keys()), (r.epoch, &r.keys));
+    // The new configuration keeps lagging: the lag trigger fires again once 3 s of intervals
+    // after the rescale lag, none of those seen while it ran.
+    let end = d.t;
+    let (t, _) = d.until_step(1_500.0, 1_000.0, 10).expect("lagging again");
+    assert_eq!(t, end + 3.0);
+}
+
+#[test]
+fn a_failed_rescale_leaves_the_running_configuration() {
+    let mut d = Driver::new(config(0));
+    let before = d.scaler.placement().clone();
+    let Some((_, Step::Rescale(_))) = d.until_step(1_500.0, 1_000.0, 5) else { panic!() };
+    d.scaler.rescale_failed();
+    assert!(!d.scaler.rescaling());
+    assert_eq!((d.scaler.placement(), d.scaler.epoch()), (&before, 1));
+}
+
+#[test]
+fn the_cooldown_holds_back_a_return_to_the_previous_count() {
+    let cfg = AutoscalerConfig {
+        triggers: TriggerConfig { cooldown_s: 20.0, ..TriggerConfig::default() },
+        ..config(0)
+    };
+    let mut d = Driver::new(cfg);
+    let Some((_, Step::Rescale(up))) = d.until_step(2_000.0, 1_000.0, 5) else { panic!() };
+    d.scaler.rescaled(d.t);
+    let at = d.t;
+    // The rate falls back to what one worker sustains: the decision would undo the rescale.
+    let (t, step) = d.until_step(300.0, 300.0, 10).expect("a rate change");
+    let Step::HeldBack { from, to, .. } = step else { panic!("expected held back: {step:?}") };
+    assert_eq!((from, to), (up.to, 1));
+    assert!(t - at < 20.0);
+    assert_eq!(d.scaler.held_back(), 1);
+    // After the cooldown the same decision goes ahead.
+    let down = (0..30).find_map(|_| match d.second(300.0, 300.0) {
+        Step::Rescale(r) => Some((d.t, r)),
+        _ => None,
+    });
+    let (t, down) = down.expect("scale-in after the cooldown");
+    assert!(t - at >= 20.0, "at {t}");
+    assert_eq!((down.from, down.to), (up.to, 1));
+}
+
+#[test]
+fn recommend_mode_decides_as_acting_would_and_moves_nothing() {
+    let mut act = Driver::new(config(2_000));
+    let mut recommend = Driver::new(AutoscalerConfig { mode: Mode::Recommend, ..config(2_000) });
+    let before = recommend.scaler.placement().clone();
+    let Some((ta, Step::Rescale(r))) = act.until_step(1_500.0, 1_000.0, 10) else { panic!() };
+    let Some((tr, Step::Recommend(m))) = recommend.until_step(1_500.0, 1_000.0, 10) else {
+        panic!()
+    };
+    assert_eq!(ta, tr);
+    assert_eq!(
+        (m.reason, m.target_rate, m.from, m.to, m.migrate, &m.placement),
+        (r.reason.unwrap(), r.target_rate, r.from, r.to, true, &r.placement)
+    );
+    assert!(!recommend.scaler.rescaling());
+    assert_eq!(recommend.scaler.placement(), &before);
+}
+
+#[test]
+fn the_static_policy_never_steps() {
+    let mut d = Driver::new(AutoscalerConfig { policy: Policy::Static, ..config(0) });
+    assert!(d.until_step(3_000.0, 1_000.0, 20).is_none());
+    assert_eq!(d.scaler.coefficient_history().len(), 20, "it still estimates");
+}
+
+#[test]
+fn without_throughput_no_decision_is_made_and_the_rate_counts_as_planned() {
+    let mut d = Driver::new(config(0));
+    let (_, step) = d.until_step(1_000.0, 0.0, 5).expect("a trigger");
+    let Step::Unchanged { trigger, why: Unchanged::NoDecision(PlanError::NoThroughput(_)) } = step
+    else {
+        panic!("{step:?}")
+    };
+    assert_eq!(trigger.reason, Reason::WarmedUp);
+    assert_eq!(d.scaler.placement().workers, 1);
+}
+
+#[test]
+fn a_sustained_rate_on_the_right_size_changes_nothing() {
+    let mut d = Driver::new(config(0));
+    let (_, step) = d.until_step(500.0, 500.0, 5).expect("warmed up");
+    assert!(matches!(step, Step::Unchanged { why: Unchanged::Same, .. }), "{step:?}");
+    assert!(d.until_step(500.0, 500.0, 20).is_none(), "no trigger while the rate holds");
+}
+
+#[test]
+fn settling_keeps_intervals_from_the_triggers_after_a_rescale() {
+    let mut d = Driver::new(AutoscalerConfig { settle_s: 5.0, ..config(0) });
+    let Some((_, Step::Rescale(_))) = d.until_step(2_000.0, 1_000.0, 5) else { panic!() };
+    d.scaler.rescaled(d.t);
+    let end = d.t;
+    // Lagging needs 3 s of intervals; only intervals starting at or after end + 5 count.
+    let (t, _) = d.until_step(2_000.0, 1_000.0, 20).expect("lagging after settling");
+    assert_eq!(t, end + 5.0 + 3.0);
+}
+
+#[test]
+fn the_window_never_reaches_back_past_the_last_rescale() {
+    let mut d = Driver::new(config(0));
+    let Some((_, Step::Rescale(_))) = d.until_step(2_000.0, 1_000.0, 5) else { panic!() };
+    d.scaler.rescaled(d.t);
+    d.second(2_000.0, 1_900.0);
+    d.second(2_000.0, 2_100.0);
+    let stats = d.scaler.window_stats(&d.p);
+    assert!((stats.throughput - 2_000.0).abs() < 1e-9, "{}", stats.throughput);
+}
+
+#[test]
+fn an_unthrottled_input_is_planned_for_the_most_any_cluster_sustains() {
+    let cfg = AutoscalerConfig { unthrottled: true, ..config(0) };
+    let mut d = Driver::new(cfg);
+    let Some((_, Step::Rescale(r))) = d.until_step(1_000.0, 1_000.0, 5) else { panic!() };
+    assert_eq!(r.target_rate, UNTHROTTLED_RATE);
+    assert_eq!(r.to, d.scaler.config().plan.max_workers);
+    d.scaler.rescaled(d.t);
+    // The triggers compare with the measured rate, which has not changed.
+    assert!(d.until_step(1_000.0, 1_000.0, 20).is_none());
+}
+
+#[test]
+fn rescale_to_plans_like_the_autoscaler_and_refuses_a_second_one() {
+    let mut d = Driver::new(config(0));
+    let target = Placement::even(&d.p, 3, 2);
+    let r = d.scaler.rescale_to(&d.p, target.clone()).unwrap();
+    let (keys, migration) = plan_rescale(&d.p, d.scaler.placement(), d.scaler.keys(), &target);
+    assert_eq!((r.keys, r.migration, r.from, r.to), (keys, migration, 1, 3));
+    assert!(d.scaler.rescale_to(&d.p, target).is_err());
+}
+
+#[test]
+fn bad_settings_are_rejected() {
+    let p = chain();
+    let placement = Placement::single_worker(&p, &[1, 1]);
+    let keys = assign_keys(&p, &placement, 8, None);
+    for bad in [
+        AutoscalerConfig { settle_s: -1.0, ..AutoscalerConfig::default() },
+        AutoscalerConfig { window_s: 0.0, ..AutoscalerConfig::default() },
+        AutoscalerConfig {
+            triggers: TriggerConfig { change: 0.0, ..TriggerConfig::default() },
+            ..AutoscalerConfig::default()
+        },
+    ] {
+        assert!(Autoscaler::new(bad, &p, placement.clone(), keys.clone(), 1).is_err());
+    }
+}
+
+#[test]
+fn small_moves_and_instance_changes_are_told_apart() {
+    let p = chain();
+    let a = Placement::even(&p, 2, 10);
+    let mut b = a.clone();
+    b.operators[0].shares[0].fraction += 0.05;
+    b.operators[0].shares[1].fraction -= 0.05;
+    assert!(!moved_enough(&a, &b) && !instances_changed(&a, &b));
+    b.operators[1].shares[0].instances = 3;
+    assert!(instances_changed(&a, &b));
+    b.operators[0].shares[0].fraction += 0.1;
+    assert!(moved_enough(&a, &b));
+    assert!(moved_enough(&a, &Placement::even(&p, 3, 10)));
+}
