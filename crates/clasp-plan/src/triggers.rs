@@ -110,6 +110,8 @@ pub enum Reason {
     Periodic,
     /// The first decision after warm-up.
     WarmedUp,
+    /// Asked for from outside the triggers (an operator, a schedule, an experiment).
+    Requested,
 }
 
 impl Reason {
@@ -120,6 +122,7 @@ impl Reason {
             Self::Lagging => "lagging",
             Self::Periodic => "periodic",
             Self::WarmedUp => "warmed-up",
+            Self::Requested => "requested",
         }
     }
 }

@@ -39,6 +39,37 @@ pub struct Job {
     pub duration: Option<Duration>,
     /// The rate the initial placement is planned for (requests/s).
     pub initial_rate: f64,
+    /// Rescales to carry out whatever the policy decides, in order of `after_requests`.
+    pub rescales: Vec<RescaleAt>,
+}
+
+/// A rescale at a point of the input: once `after_requests` input requests entered the
+/// planner, move to CLASP's placement over `workers` workers (at the next interval).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RescaleAt {
+    /// Input requests before the rescale.
+    pub after_requests: u64,
+    /// Workers after it.
+    pub workers: u32,
+}
+
+impl std::str::FromStr for RescaleAt {
+    type Err = String;
+
+    /// `REQUESTS:WORKERS`, e.g. `20000:3`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (n, w) = s
+            .split_once(':')
+            .ok_or_else(|| format!("`{s}`: expected REQUESTS:WORKERS, e.g. 20000:3"))?;
+        let after_requests =
+            n.trim().parse().map_err(|_| format!("`{s}`: `{n}` is not a request count"))?;
+        let workers: u32 =
+            w.trim().parse().map_err(|_| format!("`{s}`: `{w}` is not a worker count"))?;
+        if workers == 0 {
+            return Err(format!("`{s}`: a rescale needs at least 1 worker"));
+        }
+        Ok(Self { after_requests, workers })
+    }
 }
 
 /// Everything `--stats` writes: the observed statistics (the schema `clasp plan --stats`
@@ -191,7 +222,18 @@ pub fn run(
     let mut scaler = ScalingLoop::new(job.scaling.clone(), &job.pipeline, placement, keys, 1)?;
     let Cluster { planner, pool } = &mut cluster;
     let mut failure: Option<ScalingError> = None;
+    let mut rescales = job.rescales.clone();
+    rescales.sort_by_key(|r| std::cmp::Reverse(r.after_requests));
     let result = planner.run(inputs, job.duration, &mut progress, |planner, p| {
+        if rescales.last().is_some_and(|r| p.requests >= r.after_requests) && failure.is_none() {
+            let at = rescales.pop().expect("a rescale is due");
+            match scaler.rescale_to_workers(planner, pool, at.workers) {
+                Ok(event) => on_event(&event),
+                Err(ScalingError::Planner(e)) => return Err(e),
+                Err(e) => failure = Some(e),
+            }
+            return Ok(());
+        }
         match scaler.step(planner, pool, p) {
             Ok(Some(event)) => on_event(&event),
             Ok(None) => {}

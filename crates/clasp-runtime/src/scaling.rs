@@ -134,7 +134,7 @@ impl ScalingLoop {
             Step::Rescale(r) => {
                 tracing::info!(
                     "t = {t:.1} s: {} trigger, target {:.0} req/s -> {} decides {} -> {} workers (coefficients {:?})",
-                    r.reason.map_or("requested", |x| x.as_str()),
+                    r.reason.as_str(),
                     r.target_rate,
                     self.autoscaler.config().policy,
                     r.from,
@@ -142,23 +142,43 @@ impl ScalingLoop {
                     self.autoscaler.coefficients(),
                 );
                 let record = self.execute(planner, pool, &r)?;
-                let event = ScalingEvent {
-                    time_s: record.time_s,
-                    from_workers: r.from,
-                    to_workers: r.to,
-                    reason: r.reason.map_or("requested", |x| x.as_str()).into(),
-                    target_rate: r.target_rate,
-                    planner_ms: record.planner_ms,
-                    max_worker_pause_ms: record.max_worker_pause_ms,
-                    groups_moved: record.groups,
-                    keys_moved: record.keys,
-                    bytes_moved: record.bytes,
-                    requests_moved: record.requests,
-                };
-                self.events.push(event.clone());
-                Ok(Some(event))
+                Ok(Some(self.record(&r, &record)))
             }
         }
+    }
+
+    /// Moves the cluster to CLASP's placement over exactly `workers` workers now (an
+    /// operator's scheduled rescale), recorded as a rescaling.
+    pub fn rescale_to_workers(
+        &mut self,
+        planner: &mut Planner,
+        pool: &mut WorkerPool,
+        workers: u32,
+    ) -> Result<ScalingEvent, ScalingError> {
+        let pipeline = planner.pipeline().clone();
+        let rescale = self.autoscaler.rescale_to_workers(&pipeline, workers)?;
+        tracing::info!("requested rescale {} -> {} workers", rescale.from, rescale.to);
+        let record = self.execute(planner, pool, &rescale)?;
+        Ok(self.record(&rescale, &record))
+    }
+
+    /// Records rescale `r`, executed as `record`.
+    fn record(&mut self, r: &Rescale, record: &MigrationRecord) -> ScalingEvent {
+        let event = ScalingEvent {
+            time_s: record.time_s,
+            from_workers: r.from,
+            to_workers: r.to,
+            reason: r.reason.as_str().into(),
+            target_rate: r.target_rate,
+            planner_ms: record.planner_ms,
+            max_worker_pause_ms: record.max_worker_pause_ms,
+            groups_moved: record.groups,
+            keys_moved: record.keys,
+            bytes_moved: record.bytes,
+            requests_moved: record.requests,
+        };
+        self.events.push(event.clone());
+        event
     }
 
     /// Moves the cluster to `placement` now, planned as the autoscaler plans its own rescales

@@ -1,5 +1,5 @@
-//! `clasp run` end to end: word count on worker threads and on worker processes, elastic
-//! runs that scale 1 → 3 → 1, and failures reported clearly.
+//! `clasp run` end to end: word count on worker threads and on worker processes, rescaled
+//! 1 → 3 → 2 → 1 at given input counts, and failures reported clearly.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,14 +33,9 @@ fn corpus(lines: u64, seed: u64) -> PathBuf {
 
 /// Word counts from scratch: maximal runs of alphanumeric characters, lower-cased.
 fn reference(path: &Path) -> BTreeMap<String, u64> {
-    reference_of_first(path, usize::MAX)
-}
-
-/// [`reference`] of the first `lines` lines of the file.
-fn reference_of_first(path: &Path, lines: usize) -> BTreeMap<String, u64> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut counts = BTreeMap::new();
-    for line in text.lines().take(lines) {
+    for line in text.lines() {
         for word in line.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
             *counts.entry(word.to_lowercase()).or_insert(0) += 1;
         }
@@ -103,34 +98,25 @@ fn wc_on_three_worker_processes_matches_the_reference() {
     }
 }
 
-/// Runs WC elastically (policy clasp) under the gradual pattern: 10 % → 100 % → 10 % of
-/// 100 requests/s of 16 lines in stages of 5–10 s (about 120,000 lines, 140 s); 0.5 ms of
-/// sleep per counted word makes the peak need three or more workers of three slots.
-fn elastic(processes: bool) {
-    let input = corpus(130_000, 9);
-    let dump = tmp(&format!("elastic-{processes}.jsonl"));
-    let stats = tmp(&format!("elastic-{processes}.json"));
+/// Runs WC paced at 800 requests/s of 16 lines with rescales at input counts, 1 → 3 → 2 → 1
+/// workers, each moving the counts with their key groups.
+fn rescaled(processes: bool) {
+    let input = corpus(60_000, 9);
+    let dump = tmp(&format!("rescaled-{processes}.jsonl"));
+    let stats = tmp(&format!("rescaled-{processes}.json"));
     let spec = root().join("pipelines/wc.toml");
     let mut args = vec![
         spec.to_str().unwrap().to_owned(),
-        "--policy".into(),
-        "clasp".into(),
         "--slots".into(),
         "3".into(),
         "--batch".into(),
         "16".into(),
-        "--warmup".into(),
-        "100".into(),
-        "--cooldown".into(),
-        "2".into(),
         "--interval-ms".into(),
-        "500".into(),
-        "--service-time".into(),
-        "count=500:sleep".into(),
-        "--pattern".into(),
-        "gradual".into(),
-        "--rate".into(),
         "100".into(),
+        "--rate".into(),
+        "800".into(),
+        "--rescale-at".into(),
+        "600:3,1800:2,2700:1".into(),
         "--input".into(),
         format!("file:{}", input.display()),
         "--state-dump".into(),
@@ -145,38 +131,33 @@ fn elastic(processes: bool) {
     run(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    // The pattern ends before the corpus: the run consumed its first `input_records` lines.
-    let consumed = s["summary"]["input_records"].as_u64().unwrap() as usize;
-    assert!(consumed > 100_000, "the gradual pattern offered only {consumed} lines");
-    let (dumped, expected) = (dumped_counts(&dump), reference_of_first(&input, consumed));
+    assert_eq!(s["summary"]["input_records"].as_u64(), Some(60_000));
+    let (dumped, expected) = (dumped_counts(&dump), reference(&input));
     let wrong = expected.iter().filter(|(k, v)| dumped.get(*k) != Some(v)).count();
     assert!(dumped.len() == expected.len() && wrong == 0, "{wrong} counts differ");
     let events = s["scaling_events"].as_array().unwrap();
-    let workers: Vec<u64> = std::iter::once(1)
-        .chain(events.iter().map(|e| e["to_workers"].as_u64().unwrap()))
-        .collect();
-    let peak = workers
+    let steps: Vec<(u64, u64)> = events
         .iter()
-        .position(|w| *w >= 3)
-        .unwrap_or_else(|| panic!("never reached 3 workers: {workers:?}"));
-    assert!(workers[peak..].contains(&1), "never back to 1 worker: {workers:?}");
+        .map(|e| (e["from_workers"].as_u64().unwrap(), e["to_workers"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(steps, [(1, 3), (3, 2), (2, 1)]);
     for e in events {
-        for field in
-            ["time_s", "from_workers", "to_workers", "reason", "planner_ms", "max_worker_pause_ms"]
-        {
-            assert!(!e[field].is_null(), "scaling event without {field}: {e}");
+        assert_eq!(e["reason"], "requested");
+        for field in ["time_s", "planner_ms", "max_worker_pause_ms", "keys_moved", "bytes_moved"] {
+            assert!(e[field].is_number(), "scaling event without {field}: {e}");
         }
+        assert!(e["keys_moved"].as_u64().unwrap() > 0, "state moved: {e}");
     }
 }
 
 #[test]
-fn elastic_wc_scales_1_3_1_on_threads_and_keeps_every_count() {
-    elastic(false);
+fn wc_rescaled_1_3_2_1_on_threads_keeps_every_count() {
+    rescaled(false);
 }
 
 #[test]
-fn elastic_wc_scales_1_3_1_on_processes_and_keeps_every_count() {
-    elastic(true);
+fn wc_rescaled_1_3_2_1_on_processes_keeps_every_count() {
+    rescaled(true);
 }
 
 fn fails(args: &[&str], expected: &str) {
@@ -196,6 +177,9 @@ fn bad_run_arguments_fail_before_anything_starts() {
     fails(&[wc, "--max-workers", "0"], "--max-workers must be at least 1");
     fails(&[wc, "--pattern", "gradual"], "rate");
     fails(&[wc, "--rate=-5"], "--rate -5 must be a positive number");
+    fails(&[wc, "--rescale-at", "100"], "expected REQUESTS:WORKERS");
+    fails(&[wc, "--rescale-at", "100:0"], "at least 1 worker");
+    fails(&[wc, "--rescale-at", "100:11"], "more workers than --max-workers 10");
     fails(&[wc, "--service-time", "splitt=4"], "no operator `splitt`");
     fails(&[wc, "--input", "lines=nope"], "expected file:PATH or gen[:COUNT]");
     fails(&[wc, "--input", "rows=gen"], "has no source `rows`");

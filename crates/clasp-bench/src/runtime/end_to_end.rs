@@ -105,6 +105,7 @@ fn run_policy(
         scaling,
         duration: pattern.duration().map(std::time::Duration::from_secs_f64),
         initial_rate: 100.0,
+        rescales: Vec::new(),
     };
     let pat = pattern.clone();
     let input = Input {

@@ -143,8 +143,8 @@ pub const MIN_MOVE: f64 = 0.1;
 pub struct Rescale {
     /// The epoch of the new routing.
     pub epoch: u64,
-    /// What fired (`None` for a rescale asked for with [`Autoscaler::rescale_to`]).
-    pub reason: Option<Reason>,
+    /// What fired ([`Reason::Requested`] for a rescale asked for from outside).
+    pub reason: Reason,
     /// The rate planned for (requests/s).
     pub target_rate: f64,
     /// Workers before.
@@ -429,7 +429,7 @@ impl Autoscaler {
             self.placement = placement.clone();
             return Step::Install { trigger, epoch: self.epoch, placement };
         }
-        let rescale = self.plan(p, placement, Some(trigger.reason), target);
+        let rescale = self.plan(p, placement, trigger.reason, target);
         self.phase = Phase::Rescaling(Box::new(rescale.clone()));
         Step::Rescale(Box::new(rescale))
     }
@@ -460,7 +460,7 @@ impl Autoscaler {
         &self,
         p: &Pipeline,
         placement: Placement,
-        reason: Option<Reason>,
+        reason: Reason,
         target_rate: f64,
     ) -> Rescale {
         let (keys, migration) = plan_rescale(p, &self.placement, &self.keys, &placement);
@@ -479,15 +479,59 @@ impl Autoscaler {
     /// A rescale to `placement` asked for from outside (an operator, an experiment), planned
     /// as the autoscaler plans its own; report its outcome as for [`Step::Rescale`].
     pub fn rescale_to(&mut self, p: &Pipeline, placement: Placement) -> Result<Rescale, PlanError> {
+        self.requested(p, placement, 0.0)
+    }
+
+    /// Begins a requested rescale to `placement`, planned for `target_rate`.
+    fn requested(
+        &mut self,
+        p: &Pipeline,
+        placement: Placement,
+        target_rate: f64,
+    ) -> Result<Rescale, PlanError> {
         if self.rescaling() {
             return Err(PlanError::InvalidConfig(
                 "a rescale is already in flight: wait for it to finish".into(),
             ));
         }
         placement.check(p).map_err(PlanError::PlacementMismatch)?;
-        let rescale = self.plan(p, placement, None, 0.0);
+        let rescale = self.plan(p, placement, Reason::Requested, target_rate);
         self.phase = Phase::Rescaling(Box::new(rescale.clone()));
         Ok(rescale)
+    }
+
+    /// A rescale to CLASP's placement over exactly `workers` workers for the input rate of the
+    /// decision window (the spec's rates before anything was measured), asked for from outside
+    /// (an operator's scheduled rescale); report its outcome as for [`Step::Rescale`].
+    pub fn rescale_to_workers(&mut self, p: &Pipeline, workers: u32) -> Result<Rescale, PlanError> {
+        if workers == 0 || workers > self.cfg.plan.max_workers {
+            return Err(PlanError::InvalidConfig(format!(
+                "{workers} workers: a rescale needs 1..={} (the worker limit)",
+                self.cfg.plan.max_workers
+            )));
+        }
+        let measured = self.window_stats(p);
+        let (stats, rate) = if measured.throughput > 0.0 {
+            let rate = measured.input_rate.max(measured.throughput);
+            (measured, rate)
+        } else {
+            let rate = 1_000.0;
+            (
+                crate::projection::spec_observation(p, rate, &self.cfg.plan, &self.coefficients()),
+                rate,
+            )
+        };
+        let input = PlanInput {
+            pipeline: p,
+            stats: &stats,
+            target_rate: rate,
+            coefficients: self.coefficients(),
+            config: &self.cfg.plan,
+            current: Some(&self.placement),
+        };
+        let decision = crate::policy::clasp_on_workers(Policy::Clasp, &input, workers)?;
+        let placement = remap_workers(&self.placement, decision.placement);
+        self.requested(p, placement, decision.target_rate)
     }
 
     /// The rescale in flight finished at `t` (s): the cluster runs its placement now.

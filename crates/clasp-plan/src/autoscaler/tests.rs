@@ -104,7 +104,7 @@ fn warm_up_holds_the_first_decision_then_a_rescale_comes_out() {
     let (t, step) = d.until_step(1_500.0, 1_000.0, 20).expect("a step after warm-up");
     assert_eq!(t, 4.0, "the interval in which 5,000 requests were reached");
     let Step::Rescale(r) = step else { panic!("expected a rescale, got {step:?}") };
-    assert_eq!(r.reason, Some(Reason::WarmedUp));
+    assert_eq!(r.reason, Reason::WarmedUp);
     assert_eq!((r.from, r.epoch, r.target_rate), (1, 2, 1_500.0));
     assert!(r.to >= workers_for(1_500.0, &d.scaler.cfg), "{} workers", r.to);
     assert!(d.scaler.rescaling());
@@ -183,7 +183,7 @@ fn recommend_mode_decides_as_acting_would_and_moves_nothing() {
     assert_eq!(ta, tr);
     assert_eq!(
         (m.reason, m.target_rate, m.from, m.to, m.migrate, &m.placement),
-        (r.reason.unwrap(), r.target_rate, r.from, r.to, true, &r.placement)
+        (r.reason, r.target_rate, r.from, r.to, true, &r.placement)
     );
     assert!(!recommend.scaler.rescaling());
     assert_eq!(recommend.scaler.placement(), &before);
@@ -258,6 +258,21 @@ fn rescale_to_plans_like_the_autoscaler_and_refuses_a_second_one() {
     let (keys, migration) = plan_rescale(&d.p, d.scaler.placement(), d.scaler.keys(), &target);
     assert_eq!((r.keys, r.migration, r.from, r.to), (keys, migration, 1, 3));
     assert!(d.scaler.rescale_to(&d.p, target).is_err());
+}
+
+#[test]
+fn a_requested_worker_count_gets_clasps_placement_on_exactly_that_many() {
+    let mut d = Driver::new(config(1_000_000));
+    for _ in 0..5 {
+        assert!(matches!(d.second(800.0, 800.0), Step::Idle));
+    }
+    let r = d.scaler.rescale_to_workers(&d.p, 3).unwrap();
+    assert_eq!((r.reason, r.from, r.to, r.placement.workers), (Reason::Requested, 1, 3, 3));
+    assert!(r.target_rate >= 800.0, "planned for the measured rate: {}", r.target_rate);
+    d.scaler.rescaled(d.t);
+    assert_eq!(d.scaler.placement().workers, 3);
+    assert!(d.scaler.rescale_to_workers(&d.p, 0).is_err());
+    assert!(d.scaler.rescale_to_workers(&d.p, 11).is_err(), "over the worker limit");
 }
 
 #[test]

@@ -141,7 +141,7 @@ impl Simulation<'_> {
         let Some(a) = self.autoscaler.as_mut() else { return };
         match a.step(self.p, interval) {
             Step::Rescale(r) => {
-                let reason = r.reason.map_or("requested", |x| x.as_str());
+                let reason = r.reason.as_str();
                 self.begin_migration(r.placement, r.keys, r.migration, reason, r.target_rate);
             }
             Step::Install { placement, .. } => self.install(placement),

@@ -12,7 +12,7 @@ use clasp_plan::estimator::EstimatorConfig;
 use clasp_plan::triggers::{TriggerConfig, TriggerRule};
 use clasp_plan::{PlanConfig, Policy};
 use clasp_runtime::cluster::Launch;
-use clasp_runtime::job::{self, Job};
+use clasp_runtime::job::{self, Job, RescaleAt};
 use clasp_runtime::planner::{
     DiscardSink, Input, JsonLinesSink, PlannerConfig, Progress, SinkOutput,
 };
@@ -105,6 +105,11 @@ pub struct Args {
     /// Seconds during which a decision undoing the last one is held back.
     #[arg(long, default_value_t = 10.0)]
     pub cooldown: f64,
+    /// Rescales to make whatever the policy decides: `REQUESTS:WORKERS`, comma-separated, e.g.
+    /// `20000:3,60000:1` moves to CLASP's placement on 3 workers once 20,000 input requests
+    /// entered the planner, then back to 1 after 60,000.
+    #[arg(long, value_delimiter = ',', value_name = "REQUESTS:WORKERS")]
+    pub rescale_at: Vec<RescaleAt>,
     /// Address workers join (`clasp planner`; `clasp run` uses loopback).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: String,
@@ -351,6 +356,14 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     if args.key_groups == 0 {
         bail!("--key-groups must be at least 1");
     }
+    if let Some(r) = args.rescale_at.iter().find(|r| r.workers > args.max_workers) {
+        bail!(
+            "--rescale-at {}:{}: more workers than --max-workers {}",
+            r.after_requests,
+            r.workers,
+            args.max_workers
+        );
+    }
     if let Some(r) = args.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
         bail!("--rate {r} must be a positive number of requests per second");
     }
@@ -392,6 +405,7 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
         scaling,
         duration,
         initial_rate,
+        rescales: args.rescale_at.clone(),
     };
     Ok((job, inputs))
 }
