@@ -1,5 +1,5 @@
 //! Planning parameters, with the defaults of the CLASP paper and its reference implementation
-//! (DESIGN §7). Read from TOML or JSON; unknown keys are rejected so a typo cannot be ignored.
+//! (docs/model-notes.md). Read from TOML or JSON; unknown keys are rejected so a typo cannot be ignored.
 
 use crate::error::PlanError;
 use crate::estimator::EstimatorConfig;

@@ -38,7 +38,7 @@ pub enum Differencing {
     PerWorker,
 }
 
-/// Estimator parameters (defaults: the reference implementation's, DESIGN §7).
+/// Estimator parameters (defaults: the reference implementation's, docs/model-notes.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EstimatorConfig {

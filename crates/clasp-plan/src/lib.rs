@@ -5,7 +5,7 @@
 //!
 //! | module | what | paper |
 //! |---|---|---|
-//! | [`config`] | planning parameters and their defaults | §5, DESIGN §7 |
+//! | [`config`] | planning parameters and their defaults | §5, docs/model-notes.md |
 //! | [`capacity`] | worker load from observations; load under a placement | Eq. 1, Eq. 8 |
 //! | [`estimator`] | online α, β, γ (RLS) and W̄ (EMA) | Eq. 2–4 |
 //! | [`projection`] | observed rates projected to a target rate | Eq. 5–7 |
@@ -16,7 +16,7 @@
 //! | [`policy`] | the policies behind one interface | §4.3, §5 |
 //! | [`triggers`] | when to rescale: triggers, warm-up, cooldown | §5.1.1 |
 //! | [`autoscaler`] | the scaling state machine the runtime and the simulator execute | §4.2–4.4 |
-//! | [`baselines`] | FaaSFlow, Zhang24 and DS2 worker counts and placements | §5, DESIGN §7 |
+//! | [`baselines`] | FaaSFlow, Zhang24 and DS2 worker counts and placements | §5, docs/model-notes.md |
 //! | [`keys`] | key groups shared by worker fractions, minimal movement; worker remapping | §4.4 |
 //! | [`migration`] | the migration plan between two placements | §4.4, Fig. 7 |
 //! | [`edgecut`] | the edge/cloud cut of the Planner paper (Algorithm 1, s–t min cut) | Planner §III–V |

@@ -12,7 +12,7 @@
 //! demand (`φ = f·D̃_o`) that is the per-unit cost
 //! `m_w = 1 + Σ_{o_s} (Ẽ_{o→o_s}/D̃_o)·(α σ_{o_s}(w) + β (1−σ_{o_s}(w)))`, so the most that fits
 //! is `φ^max = (w_rem − γ·g_w) / m_w` — Eq. 9 with the chained-request rate per unit of demand
-//! that the printed equation drops (DESIGN §4). The packer works with fractions rather than
+//! that the printed equation drops (docs/model-notes.md). The packer works with fractions rather than
 //! demand so that operators with no execution demand but chained requests are placed too.
 //! Shares are continuous.
 

@@ -2,7 +2,7 @@
 //! drawn, the planner's limits and how the run is measured.
 //!
 //! Every value has the default of the CLASP paper's testbed or its reference implementation
-//! (DESIGN §7) where one exists; [`SimConfig::validate`] rejects what cannot be simulated with a
+//! (docs/model-notes.md) where one exists; [`SimConfig::validate`] rejects what cannot be simulated with a
 //! message naming the field.
 
 use crate::error::SimError;

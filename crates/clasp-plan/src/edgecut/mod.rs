@@ -1,5 +1,5 @@
 //! edgecut: which part of a pipeline runs on edge devices and which in the cloud, so that as
-//! little as possible crosses the wide-area links (the Planner paper; DESIGN §5).
+//! little as possible crosses the wide-area links (the Planner paper; docs/model-notes.md).
 //!
 //! - [`model`]: selectivity, local replicability and aggregation per operator (Table I) and
 //!   stream weights by Eq. 2;
