@@ -4,6 +4,14 @@
 //! plus a periodic check every 10 s), a warm-up before the first decision, and a cooldown
 //! that holds back a decision returning to the previous configuration (no flapping).
 //!
+//! Beyond the paper, so that a jump of the load is met at once and its backlog drained quickly:
+//! the warm-up is measured in time as well as in requests (the paper's 10,000 requests stay
+//! available, [`TriggerConfig::paper`]); a worker reporting saturation for 2 s fires a trigger
+//! without waiting for throughput to fall behind; every trigger plans for the input rate plus
+//! the backlog drained within a catch-up time (as the Flink autoscaler's `catch-up.duration`),
+//! and once a backlog-sized configuration has drained it, a `caught-up` trigger plans for the
+//! rate alone — one step each way.
+//!
 //! Pure: [`crate::autoscaler::Autoscaler`] feeds it one sample per stats interval, for the
 //! runtime and the simulator alike.
 
@@ -36,6 +44,9 @@ pub struct TriggerConfig {
     pub lag: f64,
     /// Paper rule: how long lagging must persist.
     pub lag_for_s: f64,
+    /// How long some worker must report saturation in every interval to fire a trigger
+    /// (0: never, as in the paper).
+    pub saturated_for_s: f64,
     /// Reference rule: relative move from the baseline rate.
     pub reference_change: f64,
     /// Reference rule: how long the rate must stay within `reference_change` of its new value.
@@ -44,6 +55,13 @@ pub struct TriggerConfig {
     pub reference_period_s: f64,
     /// Input requests before the first decision.
     pub warmup_requests: u64,
+    /// Seconds before the first decision (both this and `warmup_requests` must have passed).
+    pub warmup_s: f64,
+    /// A backlog is planned to drain within this time: a trigger's target is the input rate
+    /// plus backlog / `catch_up_s` (0: the input rate alone, as in the paper).
+    pub catch_up_s: f64,
+    /// A backlog below this many seconds of input counts as drained.
+    pub drained_s: f64,
     /// A decision back to the previous worker count within this time is held back.
     pub cooldown_s: f64,
 }
@@ -56,16 +74,32 @@ impl Default for TriggerConfig {
             change_for_s: 2.0,
             lag: 0.05,
             lag_for_s: 3.0,
+            saturated_for_s: 2.0,
             reference_change: 0.20,
             reference_stable_s: 5.0,
             reference_period_s: 10.0,
-            warmup_requests: 10_000,
+            warmup_requests: 0,
+            warmup_s: 2.0,
+            catch_up_s: 10.0,
+            drained_s: 0.2,
             cooldown_s: 10.0,
         }
     }
 }
 
 impl TriggerConfig {
+    /// The paper's setup, for the reproduction experiments: the first decision after 10,000
+    /// input requests, no saturation trigger, targets without a backlog term.
+    pub fn paper() -> Self {
+        Self {
+            saturated_for_s: 0.0,
+            warmup_requests: 10_000,
+            warmup_s: 0.0,
+            catch_up_s: 0.0,
+            ..Self::default()
+        }
+    }
+
     /// Checks the values are usable.
     pub fn validate(&self) -> Result<(), PlanError> {
         let fractions = [
@@ -83,20 +117,27 @@ impl TriggerConfig {
         let durations = [
             ("change_for_s", self.change_for_s),
             ("lag_for_s", self.lag_for_s),
+            ("saturated_for_s", self.saturated_for_s),
             ("reference_stable_s", self.reference_stable_s),
             ("reference_period_s", self.reference_period_s),
+            ("warmup_s", self.warmup_s),
+            ("catch_up_s", self.catch_up_s),
+            ("drained_s", self.drained_s),
             ("cooldown_s", self.cooldown_s),
         ];
         for (name, v) in durations {
-            if !(v.is_finite() && v >= 0.0) {
+            if !(v.is_finite() && (0.0..=MAX_DURATION_S).contains(&v)) {
                 return Err(PlanError::InvalidConfig(format!(
-                    "trigger `{name}` = {v} must be a duration >= 0"
+                    "trigger `{name}` = {v} must be a duration in [0, {MAX_DURATION_S}] s"
                 )));
             }
         }
         Ok(())
     }
 }
+
+/// Longest trigger duration accepted (a day).
+pub const MAX_DURATION_S: f64 = 86_400.0;
 
 /// Why a rescaling was triggered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,6 +147,10 @@ pub enum Reason {
     RateChange,
     /// Throughput stayed below the input rate.
     Lagging,
+    /// Some worker stayed saturated.
+    Saturated,
+    /// A configuration sized for a backlog has drained it.
+    CaughtUp,
     /// The reference rule's periodic check.
     Periodic,
     /// The first decision after warm-up.
@@ -120,6 +165,8 @@ impl Reason {
         match self {
             Self::RateChange => "rate-change",
             Self::Lagging => "lagging",
+            Self::Saturated => "saturated",
+            Self::CaughtUp => "caught-up",
             Self::Periodic => "periodic",
             Self::WarmedUp => "warmed-up",
             Self::Requested => "requested",
@@ -132,12 +179,14 @@ impl Reason {
 pub struct Trigger {
     /// Why.
     pub reason: Reason,
-    /// The input rate to plan for (requests/s): the mean over the trigger's window.
+    /// The mean input rate over the trigger's window (requests/s).
+    pub input_rate: f64,
+    /// The rate to plan for: the input rate plus the backlog drained within the catch-up time.
     pub target_rate: f64,
 }
 
 /// One stats interval.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Sample {
     /// Seconds since the start.
     pub t: f64,
@@ -149,6 +198,10 @@ pub struct Sample {
     pub requests: u64,
     /// Length of the interval the sample covers, `(t − interval, t]`.
     pub interval: f64,
+    /// Whether some worker reported saturation in the interval.
+    pub saturated: bool,
+    /// Input requests waiting at the end of the interval: queued at the planner or in flight.
+    pub backlog: f64,
 }
 
 /// The trigger state machine.
@@ -158,6 +211,8 @@ pub struct Triggers {
     samples: VecDeque<Sample>,
     /// The input rate the current configuration was planned for.
     baseline: Option<f64>,
+    /// Whether the current configuration was sized for a backlog as well.
+    sized_for_backlog: bool,
     last_check: f64,
     /// (time, worker count before, worker count after) of the last change.
     last_change: Option<(f64, u32, u32)>,
@@ -171,6 +226,7 @@ impl Triggers {
             config,
             samples: VecDeque::new(),
             baseline: None,
+            sized_for_backlog: false,
             last_check: 0.0,
             last_change: None,
             warmed_up: false,
@@ -185,19 +241,20 @@ impl Triggers {
     /// Feeds one interval; returns a trigger if one fires.
     pub fn observe(&mut self, s: Sample) -> Option<Trigger> {
         self.samples.push_back(s);
+        let c = &self.config;
         let keep =
-            self.config.change_for_s.max(self.config.lag_for_s).max(self.config.reference_stable_s)
-                + 1.0;
+            c.change_for_s.max(c.lag_for_s).max(c.saturated_for_s).max(c.reference_stable_s) + 1.0;
         while self.samples.front().is_some_and(|x| s.t - x.t > keep) {
             self.samples.pop_front();
         }
         if !self.warmed_up {
-            if s.requests < self.config.warmup_requests || s.input_rate <= 0.0 {
+            let c = &self.config;
+            if s.requests < c.warmup_requests || s.t < c.warmup_s - 1e-9 || s.input_rate <= 0.0 {
                 return None;
             }
             self.warmed_up = true;
             self.last_check = s.t;
-            return Some(Trigger { reason: Reason::WarmedUp, target_rate: s.input_rate });
+            return Some(self.trigger(Reason::WarmedUp, s.input_rate, &s));
         }
         match self.config.rule {
             TriggerRule::Paper => self.paper(s),
@@ -205,9 +262,19 @@ impl Triggers {
         }
     }
 
+    /// A trigger for `reason` at input rate `input`, planning for the backlog of `now` too.
+    fn trigger(&self, reason: Reason, input: f64, now: &Sample) -> Trigger {
+        let catch_up = if self.config.catch_up_s > 0.0 && reason != Reason::CaughtUp {
+            now.backlog.max(0.0) / self.config.catch_up_s
+        } else {
+            0.0
+        };
+        Trigger { reason, input_rate: input, target_rate: input + catch_up }
+    }
+
     /// The newest samples that together cover the last `secs` seconds (within half an
     /// interval, so timer jitter does not matter), if there are enough.
-    fn window(&self, _now: f64, secs: f64) -> Option<Vec<Sample>> {
+    fn window(&self, secs: f64) -> Option<Vec<Sample>> {
         let mut covered = 0.0;
         let mut w = Vec::new();
         for x in self.samples.iter().rev() {
@@ -229,28 +296,46 @@ impl Triggers {
     fn paper(&mut self, s: Sample) -> Option<Trigger> {
         let c = &self.config;
         let baseline = self.baseline?;
-        if let Some(w) = self.window(s.t, c.change_for_s) {
+        if let Some(w) = self.window(c.change_for_s) {
             let changed =
                 |x: &Sample| (x.input_rate - baseline).abs() > c.change * baseline.max(1e-9);
             let same_side = w.iter().all(|x| x.input_rate > baseline)
                 || w.iter().all(|x| x.input_rate < baseline);
             if w.iter().all(changed) && same_side {
-                return Some(Trigger {
-                    reason: Reason::RateChange,
-                    target_rate: Self::mean_input(&w),
-                });
+                return Some(self.trigger(Reason::RateChange, Self::mean_input(&w), &s));
             }
         }
-        let w = self.window(s.t, c.lag_for_s)?;
+        if c.saturated_for_s > 0.0
+            && let Some(w) = self.window(c.saturated_for_s)
+            && w.iter().all(|x| x.saturated)
+        {
+            return Some(self.trigger(Reason::Saturated, Self::mean_input(&w), &s));
+        }
+        if let Some(w) = self.window(c.lag_for_s)
+            && w.iter().all(|x| x.throughput < (1.0 - c.lag) * x.input_rate)
+        {
+            return Some(self.trigger(Reason::Lagging, Self::mean_input(&w), &s));
+        }
+        self.caught_up(&s)
+    }
+
+    /// A configuration sized for a backlog has drained it: back to the rate's size.
+    fn caught_up(&self, s: &Sample) -> Option<Trigger> {
+        if !self.sized_for_backlog {
+            return None;
+        }
+        let c = &self.config;
+        let w = self.window(c.change_for_s)?;
+        let mean = Self::mean_input(&w);
         w.iter()
-            .all(|x| x.throughput < (1.0 - c.lag) * x.input_rate)
-            .then(|| Trigger { reason: Reason::Lagging, target_rate: Self::mean_input(&w) })
+            .all(|x| x.backlog <= c.drained_s * mean.max(1.0))
+            .then(|| self.trigger(Reason::CaughtUp, mean, s))
     }
 
     fn reference(&mut self, s: Sample) -> Option<Trigger> {
         let c = &self.config;
         let baseline = self.baseline?;
-        if let Some(w) = self.window(s.t, c.reference_stable_s) {
+        if let Some(w) = self.window(c.reference_stable_s) {
             let mean = Self::mean_input(&w);
             let moved = (mean - baseline).abs() > c.reference_change * baseline.max(1e-9);
             let stable = w
@@ -258,15 +343,15 @@ impl Triggers {
                 .all(|x| (x.input_rate - mean).abs() <= c.reference_change * mean.max(1e-9));
             if moved && stable {
                 self.last_check = s.t;
-                return Some(Trigger { reason: Reason::RateChange, target_rate: mean });
+                return Some(self.trigger(Reason::RateChange, mean, &s));
             }
         }
         if s.t - self.last_check >= c.reference_period_s {
             self.last_check = s.t;
             let w = self
-                .window(s.t, c.reference_period_s.min(c.reference_stable_s))
+                .window(c.reference_period_s.min(c.reference_stable_s))
                 .unwrap_or_else(|| vec![s]);
-            return Some(Trigger { reason: Reason::Periodic, target_rate: Self::mean_input(&w) });
+            return Some(self.trigger(Reason::Periodic, Self::mean_input(&w), &s));
         }
         None
     }
@@ -282,10 +367,13 @@ impl Triggers {
         }
     }
 
-    /// Records the configuration planned for `rate` at time `t` (after a trigger was acted on,
-    /// or deliberately left as it was).
-    pub fn planned(&mut self, t: f64, rate: f64, from: u32, to: u32) {
-        self.baseline = Some(rate);
+    /// Records the configuration decided after `trigger` at time `t` (acted on, or
+    /// deliberately left as it was): its input rate becomes the baseline rate changes are
+    /// measured from.
+    pub fn planned(&mut self, t: f64, trigger: &Trigger, from: u32, to: u32) {
+        self.baseline = Some(trigger.input_rate);
+        self.sized_for_backlog =
+            trigger.target_rate > trigger.input_rate * (1.0 + self.config.change);
         if from != to {
             self.last_change = Some((t, from, to));
         }
@@ -298,6 +386,45 @@ impl Triggers {
 mod tests {
     use super::*;
 
+    /// A decision planned for `rate` with no backlog term.
+    fn at(rate: f64) -> Trigger {
+        Trigger { reason: Reason::RateChange, input_rate: rate, target_rate: rate }
+    }
+
+    /// One-second samples from `from` to `to` with `input` arriving and `out` completing,
+    /// `backlog` waiting and workers saturated or not.
+    #[allow(clippy::too_many_arguments)]
+    fn feed_with(
+        c: &mut Triggers,
+        from: f64,
+        to: f64,
+        input: f64,
+        out: f64,
+        backlog: f64,
+        saturated: bool,
+        requests: &mut u64,
+    ) -> Vec<(f64, Trigger)> {
+        let mut fired = Vec::new();
+        let mut t = from;
+        while t < to - 1e-9 {
+            t += 1.0;
+            *requests += input as u64;
+            let s = Sample {
+                t,
+                input_rate: input,
+                throughput: out,
+                requests: *requests,
+                interval: 1.0,
+                saturated,
+                backlog,
+            };
+            if let Some(tr) = c.observe(s) {
+                fired.push((t, tr));
+            }
+        }
+        fired
+    }
+
     fn feed(
         c: &mut Triggers,
         from: f64,
@@ -306,46 +433,34 @@ mod tests {
         out: f64,
         requests: &mut u64,
     ) -> Vec<(f64, Trigger)> {
-        let mut fired = Vec::new();
-        let mut t = from;
-        while t < to - 1e-9 {
-            t += 1.0;
-            *requests += input as u64;
-            if let Some(tr) = c.observe(Sample {
-                t,
-                input_rate: input,
-                throughput: out,
-                requests: *requests,
-                interval: 1.0,
-            }) {
-                fired.push((t, tr));
-            }
-        }
-        fired
+        feed_with(c, from, to, input, out, 0.0, false, requests)
+    }
+
+    fn paper(warmup_requests: u64) -> TriggerConfig {
+        TriggerConfig { warmup_requests, ..TriggerConfig::paper() }
     }
 
     #[test]
     fn warm_up_then_a_rate_change_after_two_seconds() {
-        let mut c =
-            Triggers::new(TriggerConfig { warmup_requests: 2_500, ..TriggerConfig::default() });
+        let mut c = Triggers::new(paper(2_500));
         let mut n = 0;
         let f = feed(&mut c, 0.0, 5.0, 1_000.0, 1_000.0, &mut n);
         assert_eq!(f.len(), 1);
         assert_eq!((f[0].0, f[0].1.reason), (3.0, Reason::WarmedUp));
-        c.planned(3.0, 1_000.0, 1, 1);
+        c.planned(3.0, &at(1_000.0), 1, 1);
         assert!(feed(&mut c, 5.0, 20.0, 1_050.0, 1_050.0, &mut n).is_empty(), "5 % is no change");
         let f = feed(&mut c, 20.0, 25.0, 2_000.0, 2_000.0, &mut n);
         // A sample at t covers (t − 1, t]: the intervals ending at 21 and 22 span 2 s.
-        assert_eq!(f[0].1, Trigger { reason: Reason::RateChange, target_rate: 2_000.0 });
+        assert_eq!(f[0].1, at(2_000.0));
         assert_eq!(f[0].0, 22.0);
     }
 
     #[test]
     fn a_short_spike_does_not_trigger_but_lagging_does() {
-        let mut c = Triggers::new(TriggerConfig { warmup_requests: 0, ..TriggerConfig::default() });
+        let mut c = Triggers::new(paper(0));
         let mut n = 0;
         feed(&mut c, 0.0, 1.0, 1_000.0, 1_000.0, &mut n);
-        c.planned(1.0, 1_000.0, 1, 1);
+        c.planned(1.0, &at(1_000.0), 1, 1);
         assert!(feed(&mut c, 1.0, 2.0, 3_000.0, 1_000.0, &mut n).is_empty());
         assert!(feed(&mut c, 2.0, 4.0, 1_000.0, 1_000.0, &mut n).is_empty());
         let f = feed(&mut c, 4.0, 9.0, 1_000.0, 900.0, &mut n);
@@ -355,20 +470,16 @@ mod tests {
 
     #[test]
     fn reference_rule_waits_for_stability_and_checks_periodically() {
-        let cfg = TriggerConfig {
-            rule: TriggerRule::Reference,
-            warmup_requests: 0,
-            ..TriggerConfig::default()
-        };
+        let cfg = TriggerConfig { rule: TriggerRule::Reference, ..paper(0) };
         let mut c = Triggers::new(cfg);
         let mut n = 0;
         feed(&mut c, 0.0, 1.0, 1_000.0, 1_000.0, &mut n);
-        c.planned(1.0, 1_000.0, 1, 1);
+        c.planned(1.0, &at(1_000.0), 1, 1);
         // 15 % is below the reference threshold; the periodic check fires at t = 11.
         let f = feed(&mut c, 1.0, 12.0, 1_150.0, 1_150.0, &mut n);
         assert_eq!(f.len(), 1);
         assert_eq!((f[0].0, f[0].1.reason), (11.0, Reason::Periodic));
-        c.planned(11.0, 1_150.0, 1, 1);
+        c.planned(11.0, &at(1_150.0), 1, 1);
         let f = feed(&mut c, 12.0, 20.0, 2_000.0, 2_000.0, &mut n);
         assert_eq!(f[0].1.reason, Reason::RateChange);
         assert_eq!(f[0].0, 17.0, "2000 in the intervals ending at 13..=17");
@@ -377,29 +488,90 @@ mod tests {
     #[test]
     fn cooldown_holds_back_flapping() {
         let mut c = Triggers::new(TriggerConfig::default());
-        c.planned(10.0, 1_000.0, 1, 3);
+        c.planned(10.0, &at(1_000.0), 1, 3);
         assert!(!c.admits(15.0, 3, 1), "back to 1 within 10 s");
         assert!(c.admits(15.0, 3, 4), "onwards is fine");
         assert!(c.admits(21.0, 3, 1), "after the cooldown");
     }
 
     #[test]
+    fn the_default_warm_up_is_two_seconds_whatever_the_request_count() {
+        let mut c = Triggers::new(TriggerConfig::default());
+        let mut n = 0;
+        let f = feed(&mut c, 0.0, 4.0, 10.0, 10.0, &mut n);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].0, f[0].1.reason, n), (2.0, Reason::WarmedUp, 40));
+    }
+
+    #[test]
+    fn a_saturated_worker_fires_before_throughput_falls_behind() {
+        let mut c = Triggers::new(TriggerConfig::default());
+        let mut n = 0;
+        feed(&mut c, 0.0, 2.0, 500.0, 500.0, &mut n);
+        c.planned(2.0, &at(500.0), 1, 1);
+        // Throughput keeps up (within 5 %), but a worker's queue and wait are over their
+        // thresholds: two such intervals fire, with the backlog drained within 10 s planned for.
+        let f = feed_with(&mut c, 2.0, 6.0, 500.0, 490.0, 2_000.0, true, &mut n);
+        assert_eq!(f[0].0, 4.0);
+        assert_eq!(
+            f[0].1,
+            Trigger { reason: Reason::Saturated, input_rate: 500.0, target_rate: 700.0 }
+        );
+        let paper = TriggerConfig { warmup_requests: 0, ..TriggerConfig::paper() };
+        let mut c = Triggers::new(paper);
+        feed(&mut c, 0.0, 1.0, 500.0, 500.0, &mut n);
+        c.planned(1.0, &at(500.0), 1, 1);
+        assert!(feed_with(&mut c, 1.0, 6.0, 500.0, 490.0, 2_000.0, true, &mut n).is_empty());
+    }
+
+    #[test]
+    fn a_backlog_sized_configuration_steps_back_once_it_has_drained() {
+        let mut c = Triggers::new(TriggerConfig::default());
+        let mut n = 0;
+        feed(&mut c, 0.0, 2.0, 400.0, 400.0, &mut n);
+        c.planned(2.0, &at(400.0), 1, 1);
+        let f = feed_with(&mut c, 2.0, 8.0, 1_000.0, 400.0, 6_000.0, true, &mut n);
+        let (t, lag) = f[0];
+        assert_eq!((t, lag.reason), (4.0, Reason::RateChange));
+        assert_eq!((lag.input_rate, lag.target_rate), (1_000.0, 1_600.0));
+        c.planned(t, &lag, 1, 4);
+        // Draining: throughput above the input, the backlog falling; no trigger.
+        let mut backlog = 6_000.0;
+        for _ in 0..5 {
+            backlog -= 1_000.0;
+            assert!(
+                feed_with(&mut c, t, t + 1.0, 1_000.0, 2_000.0, backlog, false, &mut n).is_empty()
+            );
+        }
+        // Drained (below 0.2 s of input) for 2 s: back to the rate's size.
+        let f = feed_with(&mut c, t + 5.0, t + 7.0, 1_000.0, 1_000.0, 50.0, false, &mut n);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].1,
+            Trigger { reason: Reason::CaughtUp, input_rate: 1_000.0, target_rate: 1_000.0 }
+        );
+        c.planned(f[0].0, &f[0].1, 4, 3);
+        assert!(feed(&mut c, t + 7.0, t + 20.0, 1_000.0, 1_000.0, &mut n).is_empty(), "once");
+    }
+
+    #[test]
     fn bad_settings_are_rejected() {
         assert!(TriggerConfig { change: 0.0, ..TriggerConfig::default() }.validate().is_err());
         assert!(TriggerConfig { cooldown_s: -1.0, ..TriggerConfig::default() }.validate().is_err());
+        assert!(
+            TriggerConfig { warmup_s: f64::NAN, ..TriggerConfig::default() }.validate().is_err()
+        );
+        assert!(
+            TriggerConfig { catch_up_s: 1e300, ..TriggerConfig::default() }.validate().is_err()
+        );
         assert!(TriggerConfig::default().validate().is_ok());
+        assert!(TriggerConfig::paper().validate().is_ok());
     }
-}
-
-#[cfg(test)]
-mod jitter {
-    use super::*;
 
     /// Samples taken a few µs off whole seconds, as a live planner takes them.
     #[test]
     fn lagging_fires_despite_timer_jitter() {
-        let mut c =
-            Triggers::new(TriggerConfig { warmup_requests: 500, ..TriggerConfig::default() });
+        let mut c = Triggers::new(paper(500));
         let ts = [
             1.000412784,
             2.000199484,
@@ -417,11 +589,12 @@ mod jitter {
                 throughput: 228.0,
                 requests: 300 * (i as u64 + 1),
                 interval: 1.0,
+                ..Sample::default()
             };
             if let Some(tr) = c.observe(s) {
                 fired.push((*t, tr.reason));
                 if tr.reason == Reason::WarmedUp {
-                    c.planned(*t, 300.0, 1, 1);
+                    c.planned(*t, &at(300.0), 1, 1);
                 }
             }
         }

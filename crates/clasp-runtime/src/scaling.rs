@@ -41,6 +41,7 @@ pub fn interval(p: &Progress, reports: &[WorkerReport]) -> Interval {
         throughput: p.throughput,
         requests: p.requests,
         planner_queue: p.planner_queue as f64,
+        backlog: (p.planner_queue + p.in_flight) as f64,
         workers: p.workers,
         reports: reports.to_vec(),
     }
@@ -102,6 +103,16 @@ impl ScalingLoop {
                     ),
                     Unchanged::Same => tracing::debug!(
                         "t = {t:.1} s: {} trigger, the configuration stays",
+                        trigger.reason.as_str()
+                    ),
+                    Unchanged::Hysteresis { utilization, gain } => tracing::debug!(
+                        "t = {t:.1} s: {} trigger: a scale-in would leave the workers at {:.0} % of their budget and free {:.0} % of them: too little",
+                        trigger.reason.as_str(),
+                        utilization * 1e2,
+                        gain * 1e2
+                    ),
+                    Unchanged::Delayed => tracing::debug!(
+                        "t = {t:.1} s: {} trigger: scale-in delayed",
                         trigger.reason.as_str()
                     ),
                 }

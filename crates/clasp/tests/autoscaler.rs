@@ -24,6 +24,7 @@ struct Recorded {
     completed: u64,
     requests: u64,
     queue: usize,
+    in_flight: usize,
     workers: u32,
     reports: Vec<WorkerReport>,
 }
@@ -89,7 +90,18 @@ fn record(seed: u64) -> Vec<Recorded> {
             })
             .collect();
         let queue = if saturated { (inputs - completed) as usize * 3 } else { 0 };
-        out.push(Recorded { t, secs, inputs, completed, requests, queue, workers, reports });
+        let in_flight = (completed / 100) as usize;
+        out.push(Recorded {
+            t,
+            secs,
+            inputs,
+            completed,
+            requests,
+            queue,
+            in_flight,
+            workers,
+            reports,
+        });
     }
     out
 }
@@ -101,6 +113,7 @@ fn runtime_interval(r: &Recorded) -> Interval {
         input_rate: r.inputs as f64 / r.secs,
         throughput: r.completed as f64 / r.secs,
         planner_queue: r.queue,
+        in_flight: r.in_flight,
         workers: r.workers,
         requests: r.requests,
         interval_s: r.secs,
@@ -118,6 +131,7 @@ fn sim_interval(r: &Recorded) -> Interval {
         completed: r.completed,
         requests: r.requests,
         planner_queue: r.queue as f64,
+        backlog: (r.queue + r.in_flight) as f64,
         workers: r.workers,
     };
     clasp_sim::engine::interval(&tick, r.reports.clone())
@@ -130,7 +144,7 @@ fn steps(p: &Pipeline, record: &[Recorded], adapt: fn(&Recorded) -> Interval) ->
     let keys = clasp_plan::keys::assign_keys(p, &placement, 256, None);
     let cfg = AutoscalerConfig {
         policy: Policy::Clasp,
-        triggers: TriggerConfig { warmup_requests: 3_000, cooldown_s: 15.0, ..Default::default() },
+        triggers: TriggerConfig { warmup_s: 4.0, cooldown_s: 15.0, ..Default::default() },
         window_s: 5.0,
         ..AutoscalerConfig::default()
     };

@@ -23,6 +23,8 @@ pub struct Interval {
     pub requests: u64,
     /// Mean planner queue over the interval.
     pub planner_queue: f64,
+    /// Input requests waiting at the end of the interval: queued at the planner or in flight.
+    pub backlog: f64,
     /// Workers active.
     pub workers: u32,
     /// The worker reports that arrived in the interval.
@@ -82,6 +84,23 @@ impl History {
         self.intervals.push_back(interval);
         while self.intervals.front().is_some_and(|i| t - i.t > keep_s) {
             self.intervals.pop_front();
+        }
+    }
+
+    /// Mean input rate of the intervals of the last `secs` seconds (of the newest one if
+    /// none ended within them).
+    pub(crate) fn mean_input_rate(&self, secs: f64) -> f64 {
+        let Some(newest) = self.intervals.back() else { return 0.0 };
+        let recent: Vec<f64> = self
+            .intervals
+            .iter()
+            .filter(|i| newest.t - i.t < secs - 1e-9)
+            .map(|i| i.input_rate)
+            .collect();
+        if recent.is_empty() {
+            newest.input_rate
+        } else {
+            recent.iter().sum::<f64>() / recent.len() as f64
         }
     }
 

@@ -22,18 +22,20 @@
 //! In [`Mode::Recommend`] the same decisions come out as [`Step::Recommend`] and nothing is
 //! ever executed, as the Flink autoscaler's `scaling.enabled: false`.
 
+mod decide;
 mod history;
 #[cfg(test)]
 mod tests;
 
+pub use decide::{MIN_MOVE, instances_changed, moved_enough, plan_rescale};
 pub use history::Interval;
 
 use crate::error::PlanError;
 use crate::estimator::{Estimator, Observation};
-use crate::keys::{assign_keys, remap_workers};
-use crate::migration::plan_migration;
+use crate::keys::remap_workers;
 use crate::triggers::{Reason, Trigger, TriggerConfig, Triggers};
 use crate::{LimitCache, PlanConfig, PlanInput, Policy};
+use decide::PendingScaleIn;
 use clasp_core::Pipeline;
 use clasp_core::placement::{KeyAssignment, MigrationPlan, Placement};
 use clasp_core::stats::{Coefficients, ObservedStats};
@@ -76,6 +78,15 @@ pub struct AutoscalerConfig {
     pub unthrottled: bool,
     /// Records per input request, for the observed statistics.
     pub batch_size: u32,
+    /// A scale-in goes ahead only when the load at the target rate would keep the current
+    /// workers below this fraction of their budget (W̄ · headroom) on average: the lower edge
+    /// of the utilization band whose upper edge is the budget itself.
+    pub scale_in_below: f64,
+    /// A scale-in must free at least this fraction of the workers.
+    pub min_scale_in_gain: f64,
+    /// A scale-in is carried out only if it is still decided this long after it first was
+    /// (0: at once).
+    pub scale_in_delay_s: f64,
 }
 
 impl Default for AutoscalerConfig {
@@ -90,6 +101,9 @@ impl Default for AutoscalerConfig {
             mode: Mode::Act,
             unthrottled: false,
             batch_size: 1,
+            scale_in_below: 0.75,
+            min_scale_in_gain: 0.0,
+            scale_in_delay_s: 5.0,
         }
     }
 }
@@ -98,6 +112,17 @@ impl AutoscalerConfig {
     /// `policy` with every other setting at its default.
     pub fn with_policy(policy: Policy) -> Self {
         Self { policy, ..Self::default() }
+    }
+
+    /// The paper's setup for the reproduction experiments: its triggers
+    /// ([`TriggerConfig::paper`]) and every scale-in the policy decides carried out at once.
+    pub fn paper(policy: Policy) -> Self {
+        Self {
+            triggers: TriggerConfig::paper(),
+            scale_in_below: f64::INFINITY,
+            scale_in_delay_s: 0.0,
+            ..Self::with_policy(policy)
+        }
     }
 
     /// The same, with planning parameters `plan`.
@@ -117,8 +142,13 @@ impl AutoscalerConfig {
         self.plan.validate()?;
         self.plan.estimator.validate()?;
         self.triggers.validate()?;
-        for (name, v) in [("window_s", self.window_s), ("settle_s", self.settle_s)] {
-            if !(v.is_finite() && v >= 0.0) {
+        let durations = [
+            ("window_s", self.window_s),
+            ("settle_s", self.settle_s),
+            ("scale_in_delay_s", self.scale_in_delay_s),
+        ];
+        for (name, v) in durations {
+            if !(v.is_finite() && (0.0..=crate::triggers::MAX_DURATION_S).contains(&v)) {
                 return Err(PlanError::InvalidConfig(format!(
                     "{name} = {v} must be a duration >= 0"
                 )));
@@ -127,16 +157,24 @@ impl AutoscalerConfig {
         if self.window_s <= 0.0 {
             return Err(PlanError::InvalidConfig("window_s must be > 0".into()));
         }
+        if self.scale_in_below.is_nan() || self.scale_in_below <= 0.0 {
+            return Err(PlanError::InvalidConfig(format!(
+                "scale_in_below = {} must be > 0",
+                self.scale_in_below
+            )));
+        }
+        if !(0.0..1.0).contains(&self.min_scale_in_gain) {
+            return Err(PlanError::InvalidConfig(format!(
+                "min_scale_in_gain = {} must be in [0, 1)",
+                self.min_scale_in_gain
+            )));
+        }
         Ok(())
     }
 }
 
 /// The rate an unthrottled input is planned for: more than any cluster here sustains.
 pub const UNTHROTTLED_RATE: f64 = 20_000_000.0;
-
-/// A placement on the same workers is rescaled to only when some operator's fraction on some
-/// worker moves by more than this.
-pub const MIN_MOVE: f64 = 0.1;
 
 /// Moving to a new placement.
 #[derive(Clone, Debug)]
@@ -183,6 +221,16 @@ pub enum Unchanged {
     NoDecision(PlanError),
     /// The decision is the current configuration, or moves too little to be worth it.
     Same,
+    /// A scale-in that would free too little: the current workers' mean utilization of their
+    /// budget at the target rate, and the fraction of workers it would free.
+    Hysteresis {
+        /// Mean utilization of the current workers' budget at the target rate.
+        utilization: f64,
+        /// Fraction of the workers it would free.
+        gain: f64,
+    },
+    /// A scale-in waits for its delay; it goes ahead if still decided then.
+    Delayed,
 }
 
 /// What to do after an interval.
@@ -266,6 +314,7 @@ pub struct Autoscaler {
     quiet_until: f64,
     held_back: u32,
     coefficient_history: Vec<CoefficientSample>,
+    pending_scale_in: Option<PendingScaleIn>,
 }
 
 impl Autoscaler {
@@ -296,6 +345,7 @@ impl Autoscaler {
             quiet_until: f64::NEG_INFINITY,
             held_back: 0,
             coefficient_history: Vec::new(),
+            pending_scale_in: None,
             cfg,
         })
     }
@@ -367,6 +417,8 @@ impl Autoscaler {
             throughput: interval.throughput,
             requests: interval.requests,
             interval: interval.interval_s,
+            saturated: interval.reports.iter().any(|r| r.saturated),
+            backlog: interval.backlog,
         };
         let keep = self.cfg.window_s + interval.interval_s.max(1.0);
         self.history.push(interval, &self.placement, keep);
@@ -381,98 +433,16 @@ impl Autoscaler {
         if sample.t - sample.interval < self.quiet_until - 1e-9 {
             return Step::Idle;
         }
-        match self.triggers.observe(sample) {
+        let fired = self.triggers.observe(sample);
+        if let Some(due) = self.pending_due()
+            && fired.is_none_or(|t| t.target_rate <= 0.0)
+        {
+            return self.decide(p, due);
+        }
+        match fired {
             Some(trigger) if trigger.target_rate > 0.0 => self.decide(p, trigger),
             // No trigger, or the input paused or ended: nothing to plan for.
             _ => Step::Idle,
-        }
-    }
-
-    /// The step after `trigger`.
-    fn decide(&mut self, p: &Pipeline, trigger: Trigger) -> Step {
-        let (now, measured) = (self.now, trigger.target_rate);
-        let target = if self.cfg.unthrottled { UNTHROTTLED_RATE } else { measured };
-        let from = self.placement.workers;
-        let stats = self.window_stats(p);
-        let decision = match self.policy_decision(p, &stats, target) {
-            Ok(d) => d,
-            Err(e) => {
-                self.triggers.planned(now, measured, from, from);
-                return Step::Unchanged { trigger, why: Unchanged::NoDecision(e) };
-            }
-        };
-        let placement = remap_workers(&self.placement, decision.placement);
-        let to = placement.workers;
-        let migrate = from != to || moved_enough(&self.placement, &placement);
-        if !migrate && !instances_changed(&self.placement, &placement) {
-            self.triggers.planned(now, measured, from, to);
-            return Step::Unchanged { trigger, why: Unchanged::Same };
-        }
-        if migrate && !self.triggers.admits(now, from, to) {
-            self.held_back += 1;
-            return Step::HeldBack { trigger, from, to };
-        }
-        self.triggers.planned(now, measured, from, to);
-        if self.cfg.mode == Mode::Recommend {
-            let reason = trigger.reason;
-            return Step::Recommend(Box::new(Recommendation {
-                reason,
-                target_rate: target,
-                from,
-                to,
-                migrate,
-                placement,
-            }));
-        }
-        if !migrate {
-            self.epoch += 1;
-            self.placement = placement.clone();
-            return Step::Install { trigger, epoch: self.epoch, placement };
-        }
-        let rescale = self.plan(p, placement, trigger.reason, target);
-        self.phase = Phase::Rescaling(Box::new(rescale.clone()));
-        Step::Rescale(Box::new(rescale))
-    }
-
-    /// The policy's decision for `target` from `stats`.
-    fn policy_decision(
-        &mut self,
-        p: &Pipeline,
-        stats: &ObservedStats,
-        target: f64,
-    ) -> Result<crate::Decision, PlanError> {
-        if stats.throughput.is_nan() || stats.throughput <= 0.0 {
-            return Err(PlanError::NoThroughput(stats.throughput));
-        }
-        let input = PlanInput {
-            pipeline: p,
-            stats,
-            target_rate: target,
-            coefficients: self.coefficients(),
-            config: &self.cfg.plan,
-            current: Some(&self.placement),
-        };
-        self.cfg.policy.decide_cached(&input, &mut self.cache)
-    }
-
-    /// The rescale from the running configuration to `placement`.
-    fn plan(
-        &self,
-        p: &Pipeline,
-        placement: Placement,
-        reason: Reason,
-        target_rate: f64,
-    ) -> Rescale {
-        let (keys, migration) = plan_rescale(p, &self.placement, &self.keys, &placement);
-        Rescale {
-            epoch: self.epoch + 1,
-            reason,
-            target_rate,
-            from: self.placement.workers,
-            to: placement.workers,
-            placement,
-            keys,
-            migration,
         }
     }
 
@@ -552,35 +522,3 @@ impl Autoscaler {
     }
 }
 
-/// The key assignment of `new` (moving as few key groups as possible from `keys`) and the
-/// migration plan from `current` to it: what every rescale executes, whoever decided it.
-pub fn plan_rescale(
-    p: &Pipeline,
-    current: &Placement,
-    keys: &KeyAssignment,
-    new: &Placement,
-) -> (KeyAssignment, MigrationPlan) {
-    let next = assign_keys(p, new, keys.groups, Some(keys));
-    let migration = plan_migration(p, current, keys, new, &next);
-    (next, migration)
-}
-
-/// Whether some operator's fraction on some worker differs by more than [`MIN_MOVE`].
-pub fn moved_enough(old: &Placement, new: &Placement) -> bool {
-    let fraction = |ops: &Placement, o: usize, w: u32| {
-        ops.operators[o].shares.iter().find(|s| s.worker.0 == w).map_or(0.0, |s| s.fraction)
-    };
-    (0..old.operators.len()).any(|o| {
-        (0..old.workers.max(new.workers))
-            .any(|w| (fraction(old, o, w) - fraction(new, o, w)).abs() > MIN_MOVE)
-    })
-}
-
-/// Whether some operator's instances on some worker differ.
-pub fn instances_changed(old: &Placement, new: &Placement) -> bool {
-    old.operators.iter().zip(&new.operators).any(|(a, b)| {
-        b.shares.iter().any(|s| {
-            a.shares.iter().find(|x| x.worker == s.worker).map_or(0, |x| x.instances) != s.instances
-        })
-    })
-}

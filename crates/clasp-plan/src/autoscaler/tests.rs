@@ -2,6 +2,7 @@
 //! whose load per request is known: `a` then a stateful `b`, 400 µs per execution each.
 
 use super::*;
+use crate::keys::assign_keys;
 use crate::testing::pipeline;
 use clasp_core::WorkerId;
 use clasp_core::report::{OpReport, WorkerReport};
@@ -72,6 +73,7 @@ impl Driver {
             throughput: done,
             requests: self.requests,
             planner_queue: 0.0,
+            backlog: 0.0,
             workers,
             reports,
         };
@@ -128,11 +130,12 @@ fn a_rescale_in_flight_keeps_intervals_from_the_triggers_until_it_finishes() {
     d.scaler.rescaled(d.t);
     assert_eq!(d.scaler.placement(), &r.placement);
     assert_eq!((d.scaler.epoch(), d.scaler.keys()), (r.epoch, &r.keys));
-    // The new configuration keeps lagging: the lag trigger fires again once 3 s of intervals
-    // after the rescale lag, none of those seen while it ran.
+    // The new configuration keeps falling behind with saturated workers: the saturation
+    // trigger fires again once 2 s of intervals after the rescale show it, none of those seen
+    // while it ran.
     let end = d.t;
-    let (t, _) = d.until_step(1_500.0, 1_000.0, 10).expect("lagging again");
-    assert_eq!(t, end + 3.0);
+    let (t, step) = d.until_step(1_500.0, 1_000.0, 10).expect("saturated again");
+    assert_eq!(t, end + 2.0, "{step:?}");
 }
 
 #[test]
@@ -149,6 +152,7 @@ fn a_failed_rescale_leaves_the_running_configuration() {
 fn the_cooldown_holds_back_a_return_to_the_previous_count() {
     let cfg = AutoscalerConfig {
         triggers: TriggerConfig { cooldown_s: 20.0, ..TriggerConfig::default() },
+        scale_in_delay_s: 0.0,
         ..config(0)
     };
     let mut d = Driver::new(cfg);
@@ -222,9 +226,9 @@ fn settling_keeps_intervals_from_the_triggers_after_a_rescale() {
     let Some((_, Step::Rescale(_))) = d.until_step(2_000.0, 1_000.0, 5) else { panic!() };
     d.scaler.rescaled(d.t);
     let end = d.t;
-    // Lagging needs 3 s of intervals; only intervals starting at or after end + 5 count.
-    let (t, _) = d.until_step(2_000.0, 1_000.0, 20).expect("lagging after settling");
-    assert_eq!(t, end + 5.0 + 3.0);
+    // Saturation needs 2 s of intervals; only intervals starting at or after end + 5 count.
+    let (t, _) = d.until_step(2_000.0, 1_000.0, 20).expect("saturated after settling");
+    assert_eq!(t, end + 5.0 + 2.0);
 }
 
 #[test]
@@ -305,4 +309,57 @@ fn small_moves_and_instance_changes_are_told_apart() {
     b.operators[0].shares[0].fraction += 0.1;
     assert!(moved_enough(&a, &b));
     assert!(moved_enough(&a, &Placement::even(&p, 3, 10)));
+}
+
+/// Scales out to 3 workers for 2,000 requests/s, lagging at 1,000.
+fn on_three(cfg: AutoscalerConfig) -> Driver {
+    let mut d = Driver::new(cfg);
+    let Some((_, Step::Rescale(r))) = d.until_step(2_000.0, 1_000.0, 5) else { panic!() };
+    assert_eq!(r.to, 3, "{} workers", r.to);
+    d.scaler.rescaled(d.t);
+    d
+}
+
+#[test]
+fn a_scale_in_waits_for_its_delay_and_goes_ahead_if_still_wanted() {
+    let mut d = on_three(AutoscalerConfig { scale_in_delay_s: 4.0, ..config(0) });
+    let (t, step) = d.until_step(1_000.0, 1_000.0, 10).expect("the rate fell");
+    assert!(matches!(step, Step::Unchanged { why: Unchanged::Delayed, .. }), "{step:?}");
+    // No further trigger at this rate: the pending scale-in is decided again 4 s later.
+    let (due, step) = d.until_step(1_000.0, 1_000.0, 10).expect("the delayed scale-in");
+    assert_eq!(due, t + 4.0);
+    let Step::Rescale(r) = step else { panic!("{step:?}") };
+    assert_eq!((r.from, r.to), (3, workers_for(1_000.0, d.scaler.config())));
+}
+
+#[test]
+fn a_delayed_scale_in_is_dropped_when_the_rate_comes_back() {
+    let mut d = on_three(AutoscalerConfig { scale_in_delay_s: 4.0, ..config(0) });
+    let (_, step) = d.until_step(1_000.0, 1_000.0, 10).expect("the rate fell");
+    assert!(matches!(step, Step::Unchanged { why: Unchanged::Delayed, .. }), "{step:?}");
+    let (_, step) = d.until_step(2_000.0, 2_000.0, 10).expect("the rate is back");
+    let stays = matches!(step, Step::Unchanged { why: Unchanged::Same, .. } | Step::Install { .. });
+    assert!(stays, "{step:?}");
+    assert!(d.until_step(2_000.0, 2_000.0, 20).is_none(), "nothing pending any more");
+    assert_eq!(d.scaler.placement().workers, 3);
+}
+
+#[test]
+fn a_scale_in_that_frees_too_little_is_not_made() {
+    let cfg = AutoscalerConfig { scale_in_below: 0.5, scale_in_delay_s: 0.0, ..config(0) };
+    let budget = cfg.plan.estimator.initial_capacity * cfg.plan.headroom;
+    let mut d = on_three(cfg);
+    // 1,500 requests/s fit on 2 workers, which would leave 3 at a mean of 1,500 · (800 µs of
+    // execution + up to β per chained request) / 3 budgets: above 0.5.
+    let (_, step) = d.until_step(1_500.0, 1_500.0, 10).expect("the rate fell");
+    let Step::Unchanged { why: Unchanged::Hysteresis { utilization, gain }, .. } = step else {
+        panic!("{step:?}")
+    };
+    let (lo, hi) = (1_500.0 * 2.0 * EXEC_US, 1_500.0 * (2.0 * EXEC_US + 275.0));
+    assert!(utilization >= lo / (3.0 * budget) && utilization <= hi / (3.0 * budget));
+    assert!((gain - 1.0 / 3.0).abs() < 1e-12, "{gain}");
+    // Lower still, the scale-in frees enough.
+    let (_, step) = d.until_step(1_000.0, 1_000.0, 10).expect("the rate fell further");
+    let Step::Rescale(r) = step else { panic!("{step:?}") };
+    assert!(r.to < 3);
 }

@@ -31,6 +31,7 @@ impl Simulation<'_> {
             completed: done,
             requests: self.planner.dispatched,
             planner_queue,
+            backlog: (self.planner.len() + u64::from(self.chains.in_flight())) as f64,
             workers: self.active,
         };
         self.timeline.push(IntervalRow {
@@ -270,6 +271,8 @@ pub struct Tick {
     pub requests: u64,
     /// Mean planner queue.
     pub planner_queue: f64,
+    /// Inputs queued at the planner or in flight at the end of the interval.
+    pub backlog: f64,
     /// Workers active.
     pub workers: u32,
 }
@@ -285,6 +288,7 @@ pub fn interval(tick: &Tick, reports: Vec<WorkerReport>) -> Interval {
         throughput: tick.completed as f64 / secs,
         requests: tick.requests,
         planner_queue: tick.planner_queue,
+        backlog: tick.backlog,
         workers: tick.workers,
         reports,
     }

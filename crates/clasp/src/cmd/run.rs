@@ -99,9 +99,19 @@ pub struct Args {
     /// Trigger rule: paper (rate changed for 2 s, or lagging for 3 s) or reference.
     #[arg(long, default_value = "paper", value_parser = parse_rule)]
     pub trigger: TriggerRule,
-    /// Input requests before the first scaling decision.
-    #[arg(long, default_value_t = 10_000)]
+    /// Input requests before the first scaling decision (the paper's setup: 10000).
+    #[arg(long, default_value_t = 0)]
     pub warmup: u64,
+    /// Time before the first scaling decision.
+    #[arg(long, default_value = "2s", value_parser = parse_duration_or_zero)]
+    pub warmup_time: Duration,
+    /// A backlog is sized to drain within this time after a load jump (0s: size for the rate
+    /// alone, as the paper does).
+    #[arg(long, default_value = "10s", value_parser = parse_duration_or_zero)]
+    pub catch_up: Duration,
+    /// A scale-in goes ahead only if it is still decided this long after it first was.
+    #[arg(long, default_value = "5s", value_parser = parse_duration_or_zero)]
+    pub scale_in_delay: Duration,
     /// Seconds during which a decision undoing the last one is held back.
     #[arg(long, default_value_t = 10.0)]
     pub cooldown: f64,
@@ -116,6 +126,14 @@ pub struct Args {
     /// No live progress line.
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// A duration that may be zero (`0s` turns the setting off).
+fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
+    if s.trim().trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse::<f64>() == Ok(0.0) {
+        return Ok(Duration::ZERO);
+    }
+    parse_duration(s)
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -320,6 +338,8 @@ fn scaling_config(args: &Args, unthrottled: bool) -> Result<AutoscalerConfig> {
     let triggers = TriggerConfig {
         rule: args.trigger,
         warmup_requests: args.warmup,
+        warmup_s: args.warmup_time.as_secs_f64(),
+        catch_up_s: args.catch_up.as_secs_f64(),
         cooldown_s: args.cooldown,
         ..TriggerConfig::default()
     };
@@ -330,6 +350,7 @@ fn scaling_config(args: &Args, unthrottled: bool) -> Result<AutoscalerConfig> {
         window_s: 5.0,
         unthrottled,
         batch_size: args.batch,
+        scale_in_delay_s: args.scale_in_delay.as_secs_f64(),
         ..AutoscalerConfig::default()
     };
     cfg.validate()?;

@@ -1,0 +1,196 @@
+//! What the autoscaler does after a trigger: the policy's decision, relabelled to move as
+//! little as possible, then the checks that keep it from flapping — a scale-in must free enough
+//! capacity (a utilization band below the budget, a minimum gain) and is carried out only after
+//! it was still wanted `scale_in_delay_s` later (lazy, as the Flink autoscaler's
+//! `scale-down.interval`); a change back within the cooldown is held back — and finally the
+//! step: unchanged, install, rescale or recommendation.
+
+use super::{
+    Autoscaler, Mode, Phase, Recommendation, Rescale, Step, UNTHROTTLED_RATE, Unchanged,
+};
+use crate::error::PlanError;
+use crate::keys::{assign_keys, remap_workers};
+use crate::migration::plan_migration;
+use crate::triggers::{Reason, Trigger};
+use crate::{Decision, PlanInput};
+use clasp_core::Pipeline;
+use clasp_core::placement::{KeyAssignment, MigrationPlan, Placement};
+use clasp_core::stats::ObservedStats;
+
+/// A scale-in decided and waiting for its delay to pass.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PendingScaleIn {
+    /// When it was first decided (s).
+    pub since: f64,
+    /// The trigger it came from.
+    pub trigger: Trigger,
+}
+
+/// A placement on the same workers is rescaled to only when some operator's fraction on some
+/// worker moves by more than this.
+pub const MIN_MOVE: f64 = 0.1;
+
+impl Autoscaler {
+    /// The step after `trigger`.
+    pub(super) fn decide(&mut self, p: &Pipeline, trigger: Trigger) -> Step {
+        let now = self.now;
+        let target = if self.cfg.unthrottled { UNTHROTTLED_RATE } else { trigger.target_rate };
+        let from = self.placement.workers;
+        let stats = self.window_stats(p);
+        let decision = match self.policy_decision(p, &stats, target) {
+            Ok(d) => d,
+            Err(e) => {
+                self.triggers.planned(now, &trigger, from, from);
+                return Step::Unchanged { trigger, why: Unchanged::NoDecision(e) };
+            }
+        };
+        let to = decision.workers;
+        if to >= from {
+            self.pending_scale_in = None;
+        } else if let Some(why) = self.holds_scale_in(&decision, from, trigger) {
+            self.triggers.planned(now, &trigger, from, from);
+            return Step::Unchanged { trigger, why };
+        }
+        let placement = remap_workers(&self.placement, decision.placement);
+        let migrate = from != to || moved_enough(&self.placement, &placement);
+        if !migrate && !instances_changed(&self.placement, &placement) {
+            self.triggers.planned(now, &trigger, from, to);
+            return Step::Unchanged { trigger, why: Unchanged::Same };
+        }
+        if migrate && !self.triggers.admits(now, from, to) {
+            self.held_back += 1;
+            return Step::HeldBack { trigger, from, to };
+        }
+        self.triggers.planned(now, &trigger, from, to);
+        self.pending_scale_in = None;
+        if self.cfg.mode == Mode::Recommend {
+            let reason = trigger.reason;
+            return Step::Recommend(Box::new(Recommendation {
+                reason,
+                target_rate: target,
+                from,
+                to,
+                migrate,
+                placement,
+            }));
+        }
+        if !migrate {
+            self.epoch += 1;
+            self.placement = placement.clone();
+            return Step::Install { trigger, epoch: self.epoch, placement };
+        }
+        let rescale = self.plan(p, placement, trigger.reason, target);
+        self.phase = Phase::Rescaling(Box::new(rescale.clone()));
+        Step::Rescale(Box::new(rescale))
+    }
+
+    /// Why a scale-in from `from` to `decision.workers` does not go ahead now, if it does not:
+    /// it frees too little, or it waits for its delay (the first time it is decided, or until
+    /// the delay since then has passed).
+    fn holds_scale_in(&mut self, decision: &Decision, from: u32, trigger: Trigger) -> Option<Unchanged> {
+        let budget = self.coefficients().capacity * self.cfg.plan.headroom;
+        let total: f64 = decision.loads.iter().map(|l| l.load).sum();
+        let utilization = total / (f64::from(from) * budget.max(1e-9));
+        let gain = f64::from(from - decision.workers) / f64::from(from);
+        if utilization >= self.cfg.scale_in_below || gain < self.cfg.min_scale_in_gain {
+            self.pending_scale_in = None;
+            return Some(Unchanged::Hysteresis { utilization, gain });
+        }
+        if self.cfg.scale_in_delay_s <= 0.0 {
+            return None;
+        }
+        match self.pending_scale_in {
+            Some(pending) if self.now - pending.since >= self.cfg.scale_in_delay_s - 1e-9 => None,
+            Some(_) => Some(Unchanged::Delayed),
+            None => {
+                self.pending_scale_in = Some(PendingScaleIn { since: self.now, trigger });
+                Some(Unchanged::Delayed)
+            }
+        }
+    }
+
+    /// A pending scale-in whose delay has passed is decided again on the current window: it
+    /// goes ahead if it is still wanted.
+    pub(super) fn pending_due(&mut self) -> Option<Trigger> {
+        let pending = self.pending_scale_in?;
+        (self.now - pending.since >= self.cfg.scale_in_delay_s - 1e-9).then(|| {
+            let input = self.history.mean_input_rate(self.cfg.triggers.change_for_s);
+            Trigger { input_rate: input, target_rate: input, ..pending.trigger }
+        })
+    }
+
+    /// The policy's decision for `target` from `stats`.
+    pub(super) fn policy_decision(
+        &mut self,
+        p: &Pipeline,
+        stats: &ObservedStats,
+        target: f64,
+    ) -> Result<Decision, PlanError> {
+        if stats.throughput.is_nan() || stats.throughput <= 0.0 {
+            return Err(PlanError::NoThroughput(stats.throughput));
+        }
+        let input = PlanInput {
+            pipeline: p,
+            stats,
+            target_rate: target,
+            coefficients: self.coefficients(),
+            config: &self.cfg.plan,
+            current: Some(&self.placement),
+        };
+        self.cfg.policy.decide_cached(&input, &mut self.cache)
+    }
+
+    /// The rescale from the running configuration to `placement`.
+    pub(super) fn plan(
+        &self,
+        p: &Pipeline,
+        placement: Placement,
+        reason: Reason,
+        target_rate: f64,
+    ) -> Rescale {
+        let (keys, migration) = plan_rescale(p, &self.placement, &self.keys, &placement);
+        Rescale {
+            epoch: self.epoch + 1,
+            reason,
+            target_rate,
+            from: self.placement.workers,
+            to: placement.workers,
+            placement,
+            keys,
+            migration,
+        }
+    }
+}
+
+/// The key assignment of `new` (moving as few key groups as possible from `keys`) and the
+/// migration plan from `current` to it: what every rescale executes, whoever decided it.
+pub fn plan_rescale(
+    p: &Pipeline,
+    current: &Placement,
+    keys: &KeyAssignment,
+    new: &Placement,
+) -> (KeyAssignment, MigrationPlan) {
+    let next = assign_keys(p, new, keys.groups, Some(keys));
+    let migration = plan_migration(p, current, keys, new, &next);
+    (next, migration)
+}
+
+/// Whether some operator's fraction on some worker differs by more than [`MIN_MOVE`].
+pub fn moved_enough(old: &Placement, new: &Placement) -> bool {
+    let fraction = |ops: &Placement, o: usize, w: u32| {
+        ops.operators[o].shares.iter().find(|s| s.worker.0 == w).map_or(0.0, |s| s.fraction)
+    };
+    (0..old.operators.len()).any(|o| {
+        (0..old.workers.max(new.workers))
+            .any(|w| (fraction(old, o, w) - fraction(new, o, w)).abs() > MIN_MOVE)
+    })
+}
+
+/// Whether some operator's instances on some worker differ.
+pub fn instances_changed(old: &Placement, new: &Placement) -> bool {
+    old.operators.iter().zip(&new.operators).any(|(a, b)| {
+        b.shares.iter().any(|s| {
+            a.shares.iter().find(|x| x.worker == s.worker).map_or(0, |x| x.instances) != s.instances
+        })
+    })
+}
