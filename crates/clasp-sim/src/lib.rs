@@ -15,7 +15,6 @@
 //! | [`report`] | worker reports and their aggregation into observed statistics |
 //! | [`summary`] | what a run reports |
 //! | [`analytic`] | closed forms the simulator is validated against (Erlang C, M/D/1) |
-//! | [`experiments`] | the paper's experiments as functions returning rows |
 //!
 //! Build a simulation from a pipeline, a configuration, an input pattern and a deployment, and
 //! run it:
@@ -42,7 +41,6 @@ pub mod controller;
 pub mod engine;
 pub mod error;
 pub mod events;
-pub mod experiments;
 pub mod migration;
 pub mod model;
 pub mod planner;
