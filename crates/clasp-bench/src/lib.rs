@@ -143,7 +143,7 @@ pub enum BenchError {
     },
     /// An experiment's preset does not read back as its settings (a bug, not bad input).
     #[error("settings preset: {0}")]
-    Preset(String),
+    Preset(#[source] serde_json::Error),
     /// The experiment failed while running.
     #[error("{0}")]
     Run(String),
@@ -171,14 +171,18 @@ pub enum BenchError {
         #[source]
         source: csv::Error,
     },
-    /// Drawing a chart failed.
-    #[error("drawing chart {chart}: {reason}")]
+    /// Drawing or encoding a chart failed.
+    #[error("drawing chart {chart}: {source}")]
     Plot {
         /// The chart's name.
         chart: String,
         /// Why.
-        reason: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The bundled chart font does not load (a damaged build, not bad input).
+    #[error("the bundled chart font (DejaVu Sans) does not load")]
+    Font,
 }
 
 /// Runs `opts`'s experiment on its engine (every setting is checked before anything runs).

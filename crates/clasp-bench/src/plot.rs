@@ -51,14 +51,12 @@ const TICK_PX: u32 = 14;
 const LEGEND_SWATCH_PX: i32 = 28;
 
 /// Registers the bundled font once; drawing text fails without it.
-fn font() -> Result<(), String> {
-    static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
-    REGISTERED
-        .get_or_init(|| {
-            plotters::style::register_font(FONT, FontStyle::Normal, FONT_BYTES)
-                .map_err(|_| "the bundled DejaVu Sans does not load".to_owned())
-        })
-        .clone()
+fn font() -> Result<(), BenchError> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let ok = REGISTERED.get_or_init(|| {
+        plotters::style::register_font(FONT, FontStyle::Normal, FONT_BYTES).is_ok()
+    });
+    if *ok { Ok(()) } else { Err(BenchError::Font) }
 }
 
 /// One series: a name for the legend and one value per x (or per category); NaN leaves a gap.
@@ -106,9 +104,6 @@ pub struct Chart {
     /// Image height (pixels).
     pub height: u32,
 }
-
-/// A drawing failure, as text (plotters' errors borrow the backend).
-type DrawResult = Result<(), String>;
 
 /// A chart with numeric axes on a backend.
 type Plot2d<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
@@ -163,16 +158,23 @@ impl Chart {
 
     /// The chart as row-major RGB pixels, `width` × `height`.
     pub fn rgb(&self) -> Result<Vec<u8>, BenchError> {
-        let plot_err = |reason: String| BenchError::Plot { chart: self.name.clone(), reason };
-        font().map_err(plot_err)?;
+        font()?;
         let mut pixels = vec![255u8; 3 * self.width as usize * self.height as usize];
         {
             let root = BitMapBackend::with_buffer(&mut pixels, (self.width, self.height))
                 .into_drawing_area();
-            self.draw(&root).map_err(plot_err)?;
-            root.present().map_err(|e| plot_err(e.to_string()))?;
+            self.draw(&root).map_err(|e| self.error(e))?;
+            root.present().map_err(|e| self.error(e))?;
         }
         Ok(pixels)
+    }
+
+    /// A drawing error as this chart's.
+    fn error<E>(&self, e: DrawingAreaErrorKind<E>) -> BenchError
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        BenchError::Plot { chart: self.name.clone(), source: Box::new(e) }
     }
 
     /// The chart as PNG bytes.
@@ -183,8 +185,7 @@ impl Chart {
         encoder.set_color(png::ColorType::Rgb);
         encoder.set_depth(png::BitDepth::Eight);
         let encoded = encoder.write_header().and_then(|mut w| w.write_image_data(&pixels));
-        encoded
-            .map_err(|e| BenchError::Plot { chart: self.name.clone(), reason: e.to_string() })?;
+        encoded.map_err(|e| BenchError::Plot { chart: self.name.clone(), source: Box::new(e) })?;
         Ok(out)
     }
 
@@ -212,9 +213,11 @@ impl Chart {
         if hi - lo < 1e-12 { (lo, lo + 1.0) } else { (lo, hi + 0.05 * (hi - lo)) }
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
-        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-        root.fill(&WHITE).map_err(e)?;
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        root.fill(&WHITE)?;
         let (plot, legend) = root.split_horizontally(self.width - self.legend_width());
         let (y0, y1) = self.y_range();
         let mut builder = ChartBuilder::on(&plot);
@@ -234,24 +237,24 @@ impl Chart {
                 } else {
                     (lo, hi)
                 };
-                let mut chart = builder.build_cartesian_2d(lo..hi, y0..y1).map_err(e)?;
-                self.mesh(&mut chart, xs.len().clamp(2, 12)).map_err(e)?;
-                self.draw_lines(&mut chart, xs).map_err(e)?;
+                let mut chart = builder.build_cartesian_2d(lo..hi, y0..y1)?;
+                self.mesh(&mut chart, xs.len().clamp(2, 12))?;
+                self.draw_lines(&mut chart, xs)?;
             }
             XAxis::Categories(names) => {
                 let n = names.len().max(1) as f64;
-                let mut chart = builder.build_cartesian_2d(0.0..n, y0..y1).map_err(e)?;
-                self.mesh(&mut chart, 0).map_err(e)?;
-                self.draw_bars(&mut chart, names).map_err(e)?;
+                let mut chart = builder.build_cartesian_2d(0.0..n, y0..y1)?;
+                self.mesh(&mut chart, 0)?;
+                self.draw_bars(&mut chart, names)?;
                 let style =
                     (FONT, TICK_PX).into_font().color(&INK).pos(Pos::new(HPos::Center, VPos::Top));
                 for (i, name) in names.iter().enumerate() {
                     let (x, y) = chart.backend_coord(&(i as f64 + 0.5, y0));
-                    plot.draw(&Text::new(name.clone(), (x, y + 8), style.clone())).map_err(e)?;
+                    plot.draw(&Text::new(name.clone(), (x, y + 8), style.clone()))?;
                 }
             }
         }
-        self.draw_legend(&legend).map_err(e)
+        self.draw_legend(&legend)
     }
 
     /// Axes, grid lines, tick labels and axis titles (`x_ticks` 0: no x tick labels).
@@ -440,8 +443,8 @@ mod tests {
         assert_eq!(inked(&untitled, &untitled.rgb().unwrap(), band, 0..w), 0, "nothing else is");
         // Each series' colour is in the legend, right of the plot.
         let legend = w - chart.legend_width()..w;
-        for i in 0..chart.series.len() {
-            assert!(has_colour(chart, &rgb, legend.clone(), PALETTE[i]), "legend swatch {i}");
+        for (i, colour) in PALETTE.iter().take(chart.series.len()).enumerate() {
+            assert!(has_colour(chart, &rgb, legend.clone(), *colour), "legend swatch {i}");
         }
         // The axis titles are text: without them fewer pixels are inked.
         let bare = Chart { x_label: String::new(), y_label: String::new(), ..chart.clone() };

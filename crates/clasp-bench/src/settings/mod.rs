@@ -102,16 +102,16 @@ fn check_as<A: DeserializeOwned>(map: &Map<String, Value>) -> Result<(), serde_j
 
 /// A preset as a JSON object (its keys are the group's keys).
 fn object<A: Serialize>(preset: &A) -> Result<Map<String, Value>, BenchError> {
-    match serde_json::to_value(preset) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(BenchError::Preset(format!("a settings group is not a struct: {other}"))),
-        Err(e) => Err(BenchError::Preset(format!("a preset does not serialize: {e}"))),
+    match serde_json::to_value(preset).map_err(BenchError::Preset)? {
+        Value::Object(map) => Ok(map),
+        other => Err(BenchError::Preset(serde::ser::Error::custom(format!(
+            "a settings group is not a struct: {other}"
+        )))),
     }
 }
 
 fn decode<A: DeserializeOwned>(map: Map<String, Value>) -> Result<A, BenchError> {
-    serde_json::from_value(Value::Object(map))
-        .map_err(|e| BenchError::Preset(format!("a preset does not read back: {e}")))
+    serde_json::from_value(Value::Object(map)).map_err(BenchError::Preset)
 }
 
 /// A `--set` value: JSON when it is JSON, otherwise its text.
