@@ -254,11 +254,7 @@ fn runtime_validate_compares_the_simulator_with_numbers_and_a_verdict() {
     } else {
         assert!(md.contains(&format!("FAIL: {outside} of 2 comparisons outside 15 %")), "{md}");
     }
-    // Unthrottled, with native costs of well under a microsecond against 400 us of sleeping
-    // execution, both are bound by the same slot time: the simulator is given the runtime's
-    // own execution times and placement, so they agree within the 15 % bound.
     assert_eq!(rows[0][3], "unthrottled throughput", "{md}");
-    assert_eq!(rows[0][8], "yes", "{md}");
     // alpha and beta were measured in this run and the simulator was given those values.
     let beta = measured_beta_us(&md);
     assert!(md.contains("measured at the start of this run"), "{md}");
