@@ -27,27 +27,34 @@ impl Table {
         }
     }
 
-    /// Adds a row (one cell per column).
-    pub fn row(&mut self, cells: Vec<String>) {
+    /// Adds a row (one cell per column; missing cells are left empty, extra ones dropped).
+    pub fn row(&mut self, mut cells: Vec<String>) {
         debug_assert_eq!(cells.len(), self.columns.len());
+        cells.resize(self.columns.len(), String::new());
         self.rows.push(cells);
     }
 
-    /// The table as CSV (cells containing commas or quotes are quoted).
-    pub fn csv(&self) -> String {
-        let cell = |c: &str| {
-            if c.contains([',', '"', '\n']) {
-                format!("\"{}\"", c.replace('"', "\"\""))
-            } else {
-                c.to_owned()
-            }
-        };
-        let mut out = String::new();
-        for line in std::iter::once(&self.columns).chain(&self.rows) {
-            let cells: Vec<String> = line.iter().map(|c| cell(c)).collect();
-            let _ = writeln!(out, "{}", cells.join(","));
+    /// Writes the table as CSV (the `csv` crate quotes what needs quoting).
+    pub fn write_csv<W: std::io::Write>(&self, out: W) -> Result<(), csv::Error> {
+        let mut w =
+            csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(out);
+        w.write_record(&self.columns)?;
+        for r in &self.rows {
+            w.write_record(r)?;
         }
-        out
+        w.flush()?;
+        Ok(())
+    }
+
+    /// The table as CSV text.
+    pub fn csv(&self) -> String {
+        let mut bytes = Vec::new();
+        // Writing into memory fails only for a row whose length differs from the header's,
+        // which `row` rules out.
+        if self.write_csv(&mut bytes).is_err() {
+            bytes.clear();
+        }
+        String::from_utf8(bytes).unwrap_or_default()
     }
 
     /// The table in markdown.
@@ -106,7 +113,9 @@ impl Report {
         let mut written = Vec::new();
         for t in &self.tables {
             let p = dir.join(format!("{}.csv", t.name));
-            std::fs::write(&p, t.csv()).map_err(io(&p))?;
+            let file = std::fs::File::create(&p).map_err(io(&p))?;
+            t.write_csv(std::io::BufWriter::new(file))
+                .map_err(|source| BenchError::Csv { path: p.display().to_string(), source })?;
             written.push(p.display().to_string());
         }
         let p = dir.join(format!("{stem}.md"));
@@ -168,11 +177,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn csv_quotes_and_markdown_aligns() {
-        let mut t = Table::new("t", &["app", "value"]);
+    fn csv_quotes_what_needs_it_and_reads_back_cell_for_cell() {
+        let mut t = Table::new("t", &["app", "value (\"x\")"]);
         t.row(vec!["a,b".into(), "1".into()]);
-        assert_eq!(t.csv(), "app,value\n\"a,b\",1\n");
-        assert_eq!(t.markdown(), "| app | value |\n|---|---|\n| a,b | 1 |\n");
+        t.row(vec!["line\nbreak".into(), "-".into()]);
+        assert_eq!(
+            t.markdown(),
+            "| app | value (\"x\") |\n|---|---|\n| a,b | 1 |\n| line\nbreak | - |\n"
+        );
+        let text = t.csv();
+        assert!(text.starts_with("app,\"value (\"\"x\"\")\"\n\"a,b\",1\n"), "{text}");
+        let mut r = csv::Reader::from_reader(text.as_bytes());
+        let header: Vec<String> = r.headers().unwrap().iter().map(str::to_owned).collect();
+        assert_eq!(header, t.columns);
+        let rows: Vec<Vec<String>> =
+            r.records().map(|x| x.unwrap().iter().map(str::to_owned).collect()).collect();
+        assert_eq!(rows, t.rows);
     }
 
     #[test]

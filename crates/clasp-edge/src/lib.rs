@@ -8,10 +8,10 @@
 //!   over TCP by the connector [`protocol`], through the WAN [`shaper`];
 //! - [`cloud`]: the edge ingress and the cloud part on the elastic runtime;
 //! - [`embedded`]: devices and cloud in one process;
-//! - [`netns`]: devices in network namespaces behind shaped veth links;
-//! - [`bench`]: the `clasp bench edge` experiment.
+//! - [`netns`]: devices in network namespaces behind shaped veth links.
+//!
+//! The `clasp bench edge` experiment that measures it is in clasp-bench.
 
-pub mod bench;
 pub mod cloud;
 pub mod cut;
 pub mod device;

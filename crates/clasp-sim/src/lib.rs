@@ -14,7 +14,6 @@
 //! | [`report`] | worker reports and their aggregation into observed statistics |
 //! | [`summary`] | what a run reports |
 //! | [`analytic`] | closed forms the simulator is validated against (Erlang C, M/D/1) |
-//! | [`experiments`] | the paper's experiments as functions returning rows |
 //!
 //! Build a simulation from a pipeline, a configuration, an input pattern and a deployment, and
 //! run it:
@@ -40,7 +39,6 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod events;
-pub mod experiments;
 pub mod migration;
 pub mod model;
 pub mod planner;

@@ -5,9 +5,7 @@
 //! `scale-down.interval`); a change back within the cooldown is held back — and finally the
 //! step: unchanged, install, rescale or recommendation.
 
-use super::{
-    Autoscaler, Mode, Phase, Recommendation, Rescale, Step, UNTHROTTLED_RATE, Unchanged,
-};
+use super::{Autoscaler, Mode, Phase, Recommendation, Rescale, Step, UNTHROTTLED_RATE, Unchanged};
 use crate::error::PlanError;
 use crate::keys::{assign_keys, remap_workers};
 use crate::migration::plan_migration;
@@ -87,7 +85,12 @@ impl Autoscaler {
     /// Why a scale-in from `from` to `decision.workers` does not go ahead now, if it does not:
     /// it frees too little, or it waits for its delay (the first time it is decided, or until
     /// the delay since then has passed).
-    fn holds_scale_in(&mut self, decision: &Decision, from: u32, trigger: Trigger) -> Option<Unchanged> {
+    fn holds_scale_in(
+        &mut self,
+        decision: &Decision,
+        from: u32,
+        trigger: Trigger,
+    ) -> Option<Unchanged> {
         let budget = self.coefficients().capacity * self.cfg.plan.headroom;
         let total: f64 = decision.loads.iter().map(|l| l.load).sum();
         let utilization = total / (f64::from(from) * budget.max(1e-9));

@@ -35,10 +35,10 @@ use crate::estimator::{Estimator, Observation};
 use crate::keys::remap_workers;
 use crate::triggers::{Reason, Trigger, TriggerConfig, Triggers};
 use crate::{LimitCache, PlanConfig, PlanInput, Policy};
-use decide::PendingScaleIn;
 use clasp_core::Pipeline;
 use clasp_core::placement::{KeyAssignment, MigrationPlan, Placement};
 use clasp_core::stats::{Coefficients, ObservedStats};
+use decide::PendingScaleIn;
 use history::History;
 use serde::{Deserialize, Serialize};
 
@@ -521,4 +521,3 @@ impl Autoscaler {
         self.phase = Phase::Watching;
     }
 }
-

@@ -1,10 +1,9 @@
 //! `clasp edge`: run a pipeline cut between edge devices and the cloud — one device
 //! (`--device ID --join ADDR`), the cloud side (`--cloud`), or both in one process
-//! (`--embedded`) — and `clasp bench edge`, the WAN experiment. See docs/edge.md.
+//! (`--embedded`). The WAN experiment is `clasp bench edge` (clasp-bench). See docs/edge.md.
 
 use anyhow::{Context, Result, anyhow, bail};
 use clasp_edge::Mode;
-use clasp_edge::bench::{self, BenchOptions, WanChoice};
 use clasp_edge::cloud::{Cloud, CloudOptions, CloudReport};
 use clasp_edge::device::{self, DeviceOptions, DeviceReport};
 use clasp_edge::embedded::{self, EmbeddedOptions};
@@ -12,7 +11,7 @@ use clasp_edge::input::{self, InputSpec};
 use clasp_edge::shaper::LinkShape;
 use clasp_plan::edgecut::{self, CostModel, Devices};
 use clasp_runtime::planner::{DiscardSink, JsonLinesSink, SinkOutput};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Arguments of `clasp edge`.
@@ -247,33 +246,5 @@ fn print_device(r: &DeviceReport, json: bool) -> Result<()> {
     for (op, reason, n) in &r.rejected {
         println!("  {op} rejected {n} record(s): {reason}");
     }
-    Ok(())
-}
-
-/// Runs `clasp bench edge` (from `clasp bench`): `settings` may hold `wan=auto|netns|user-space`.
-pub fn bench(quick: bool, out: &Path, seed: u64, settings: &[(String, String)]) -> Result<()> {
-    let mut wan = WanChoice::Auto;
-    for (k, v) in settings {
-        wan = match (k.as_str(), v.as_str()) {
-            ("wan", "auto") => WanChoice::Auto,
-            ("wan", "netns") => WanChoice::Netns,
-            ("wan", "user-space" | "userspace") => WanChoice::UserSpace,
-            ("wan", other) => bail!("--set wan={other}: use auto, netns or user-space"),
-            (other, _) => {
-                bail!("--set {other}: the edge experiment takes only wan=auto|netns|user-space")
-            }
-        };
-    }
-    let opts = BenchOptions {
-        quick,
-        out: out.to_path_buf(),
-        wan,
-        exe: std::env::current_exe().ok(),
-        seed,
-    };
-    let report = bench::run(&opts).map_err(|e| anyhow!("{e}"))?;
-    println!("{}", std::fs::read_to_string(&report.markdown).unwrap_or_default());
-    println!("WAN emulation that ran: {}", report.wan);
-    println!("wrote {} and {}", report.csv.display(), report.markdown.display());
     Ok(())
 }

@@ -1,0 +1,455 @@
+//! The edge engine: the Planner paper's deployment (§VI) on this machine — five devices and
+//! the cloud, a taxi workflow all in the cloud or cut, over emulated WAN links (network
+//! namespaces with shaped veths, or the user-space shaper on loopback). The `edge`
+//! experiment ([`crate::experiments::edge`]) runs it for each workflow and bandwidth.
+//!
+//! For each workflow and bandwidth both deployments replay the same seeded trace at the same
+//! speed. Measured: items and bytes over every device→cloud link (at the connectors, and on the
+//! veths when namespaces are used), the makespan (start signal to the last chain's completion)
+//! and the end-to-end latency of chains (from a device's read of the oldest raw record behind a
+//! request to the completion of everything it caused in the cloud). The cut's results are
+//! compared with all-in-cloud's (Theorem 1). w3 runs with a window lateness of 60 minutes of
+//! event time, so that links of different speeds do not make events late and results stay
+//! comparable.
+
+use clasp_apps::reference::{self, Outcome};
+use clasp_core::{Batch, Pipeline};
+use clasp_edge::EdgeError;
+use clasp_edge::cloud::{Cloud, CloudOptions, CloudReport};
+use clasp_edge::cut::Mode;
+use clasp_edge::embedded::{self, EmbeddedOptions};
+use clasp_edge::input::InputSpec;
+use clasp_edge::netns::{self, Wan};
+use clasp_edge::shaper::LinkShape;
+use clasp_plan::edgecut::{self, CostModel, Devices};
+use clasp_runtime::planner::SinkOutput;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// Which WAN emulation to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WanChoice {
+    /// Namespaces when this process can make them, else user space.
+    Auto,
+    /// Namespaces with veth links shaped by tc tbf (needs root and the `clasp` binary).
+    Netns,
+    /// Loopback with the user-space shaper.
+    #[serde(alias = "userspace")]
+    UserSpace,
+}
+
+/// How to run the experiment.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// A short run (under a minute).
+    pub quick: bool,
+    /// Where the specs and device files the device processes read go (`<out>/edge-work`).
+    pub out: PathBuf,
+    /// WAN emulation.
+    pub wan: WanChoice,
+    /// The `clasp` binary, to start devices inside namespaces.
+    pub exe: Option<PathBuf>,
+    /// Seed of the traces.
+    pub seed: u64,
+}
+
+/// One deployment of one workflow at one bandwidth.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// `w1`, `w2` or `w3`.
+    pub workflow: String,
+    /// `all-cloud` or `cut`.
+    pub mode: String,
+    /// `netns` or `user-space`.
+    pub wan: String,
+    /// Bandwidth of every device link (kbit/s).
+    pub bandwidth_kbit: f64,
+    /// One-way delay of every link (ms).
+    pub delay_ms: f64,
+    /// Records in the trace (all sources).
+    pub events: u64,
+    /// Records over all device links.
+    pub items: u64,
+    /// Bytes over all device links, at the connectors.
+    pub bytes: u64,
+    /// Bytes on the veths (with TCP/IP headers and retransmissions), when namespaces ran.
+    pub wire_bytes: Option<u64>,
+    /// Seconds from the start signal to the last chain's completion.
+    pub makespan_s: f64,
+    /// Median end-to-end latency (ms).
+    pub p50_ms: f64,
+    /// 95th percentile (ms).
+    pub p95_ms: f64,
+    /// 99th percentile (ms).
+    pub p99_ms: f64,
+    /// Records at the sinks.
+    pub sink_records: u64,
+    /// For a cut: whether its results equal all-in-cloud's.
+    pub outputs_equal: Option<bool>,
+}
+
+/// What the runs measured.
+#[derive(Clone, Debug)]
+pub struct EdgeRuns {
+    /// Every run: all-in-cloud then cut, per workflow and bandwidth.
+    pub rows: Vec<Row>,
+    /// Which emulation ran, and why.
+    pub wan: String,
+    /// What the runs were: devices, traces, replay speed, delay.
+    pub plan: String,
+}
+
+/// A workflow of the experiment.
+struct Workflow {
+    name: &'static str,
+    app: &'static str,
+    events: u64,
+}
+
+/// Sizes of the two variants.
+struct Plan {
+    workflows: Vec<Workflow>,
+    bandwidths: Vec<f64>,
+    speed: f64,
+    delay: Duration,
+}
+
+fn plan(quick: bool) -> Plan {
+    let wf = |name, app, events| Workflow { name, app, events };
+    if quick {
+        Plan {
+            workflows: vec![
+                wf("w1", "taxi-w1", 3000),
+                wf("w2", "taxi-w2", 3000),
+                wf("w3", "taxi-w3", 3000),
+            ],
+            bandwidths: vec![256.0, 1024.0],
+            speed: 3.0,
+            delay: Duration::from_millis(20),
+        }
+    } else {
+        Plan {
+            workflows: vec![
+                wf("w1", "taxi-w1", 20_000),
+                wf("w2", "taxi-w2", 60_000),
+                wf("w3", "taxi-w3", 20_000),
+            ],
+            bandwidths: vec![256.0, 512.0, 1024.0, 2048.0, 8192.0],
+            speed: 4.0,
+            delay: Duration::from_millis(20),
+        }
+    }
+}
+
+/// The spec the experiment runs for `app`.
+fn spec_text(app: &str) -> String {
+    let text = clasp_apps::spec_text(app).unwrap_or_default();
+    if app == "taxi-w3" {
+        text.replace("slide_min = 5", "slide_min = 5\nlateness_min = 60")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// The five devices of the paper's setup for `app`.
+fn devices_text(app: &str) -> &'static str {
+    match app {
+        "taxi-w1" => include_str!("../../../../devices/taxi-w1.toml"),
+        "taxi-w2" => include_str!("../../../../devices/taxi-w2.toml"),
+        _ => include_str!("../../../../devices/taxi-w3.toml"),
+    }
+}
+
+/// Collects sink records into an [`Outcome`].
+#[derive(Clone, Debug, Default)]
+pub struct CollectSink(pub Arc<Mutex<Outcome>>);
+
+impl SinkOutput for CollectSink {
+    fn write(&mut self, name: &str, batch: &Batch) -> std::io::Result<()> {
+        let mut o = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        for r in batch.iter() {
+            o.add_sink(name, r.key, r.value);
+        }
+        Ok(())
+    }
+}
+
+/// Runs every workflow at every bandwidth, all in the cloud and cut.
+pub fn run(opts: &BenchOptions) -> Result<EdgeRuns, EdgeError> {
+    let (wan, wan_note) = choose_wan(opts)?;
+    let plan = plan(opts.quick);
+    let work = opts.out.join("edge-work");
+    std::fs::create_dir_all(&work)
+        .map_err(|error| EdgeError::Output { what: work.display().to_string(), error })?;
+    let mut rows = Vec::new();
+    for w in &plan.workflows {
+        let ctx = Context::new(w, opts, &plan, &work)?;
+        for &bw in &plan.bandwidths {
+            let (all, all_out) = ctx.run(Mode::AllCloud, bw, wan.as_ref())?;
+            let (mut cut, cut_out) = ctx.run(Mode::Cut, bw, wan.as_ref())?;
+            cut.outputs_equal =
+                Some(reference::check_order_insensitive(w.app, &ctx.p, &all_out, &cut_out).is_ok());
+            eprintln!("{}", progress_line(&all, &cut));
+            rows.push(all);
+            rows.push(cut);
+        }
+    }
+    Ok(EdgeRuns { rows, wan: wan_note, plan: plan.note() })
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), EdgeError> {
+    std::fs::write(path, text)
+        .map_err(|error| EdgeError::Output { what: path.display().to_string(), error })
+}
+
+/// Picks the WAN emulation; the note says which ran and why.
+fn choose_wan(opts: &BenchOptions) -> Result<(Option<Wan>, String), EdgeError> {
+    let user_space = |why: String| {
+        (None, format!("user-space shaper on loopback (token bucket + delay line): {why}"))
+    };
+    match opts.wan {
+        WanChoice::UserSpace => Ok(user_space("chosen with --wan user-space".into())),
+        WanChoice::Netns | WanChoice::Auto => {
+            let ready = match (&opts.exe, netns::available()) {
+                (None, _) => Err("no clasp binary to start the devices with".to_owned()),
+                (_, Err(e)) => Err(format!("cannot make network namespaces ({e})")),
+                (Some(_), Ok(())) => Ok(()),
+            };
+            match ready {
+                Ok(()) => Ok((
+                    Some(Wan::create(5)?),
+                    "network namespaces: one per device, veth links shaped by tc tbf, delay added in user space (no netem in this kernel)".into(),
+                )),
+                Err(why) if opts.wan == WanChoice::Auto => Ok(user_space(why)),
+                Err(why) => Err(EdgeError::Wan(why)),
+            }
+        }
+    }
+}
+
+/// One workflow's pipeline, devices and trace.
+struct Context<'a> {
+    w: &'a Workflow,
+    p: Pipeline,
+    devices: Devices,
+    model: CostModel,
+    inputs: Vec<(String, InputSpec)>,
+    /// Records in the trace, all sources.
+    events: u64,
+    spec_path: PathBuf,
+    devices_path: PathBuf,
+    opts: &'a BenchOptions,
+    speed: f64,
+    delay: Duration,
+}
+
+impl<'a> Context<'a> {
+    fn new(
+        w: &'a Workflow,
+        opts: &'a BenchOptions,
+        plan: &Plan,
+        work: &Path,
+    ) -> Result<Self, EdgeError> {
+        let spec = spec_text(w.app);
+        let spec_path = work.join(format!("{}.toml", w.app));
+        let devices_path = work.join(format!("{}-devices.toml", w.app));
+        write_file(&spec_path, &spec)?;
+        write_file(&devices_path, devices_text(w.app))?;
+        let p = clasp_core::spec::parse(&spec, &spec_path.display().to_string()).map_err(|e| {
+            EdgeError::Subgraph { part: "experiment pipeline".into(), error: Box::new(e) }
+        })?;
+        let devices =
+            edgecut::devices::parse(devices_text(w.app), &devices_path.display().to_string(), &p)
+                .map_err(|e| EdgeError::Wan(e.to_string()))?;
+        let inputs = p
+            .sources
+            .iter()
+            .map(|s| (s.name.clone(), InputSpec::Generated { count: w.events, seed: opts.seed }))
+            .collect();
+        let events = clasp_apps::profile::generate(w.app, w.events, opts.seed)
+            .map_or(0, |l| l.iter().map(|(_, v)| v.len() as u64).sum());
+        Ok(Self {
+            w,
+            events,
+            model: CostModel::from_spec(&p),
+            p,
+            devices,
+            inputs,
+            spec_path,
+            devices_path,
+            opts,
+            speed: plan.speed,
+            delay: plan.delay,
+        })
+    }
+
+    fn cloud_options(&self, mode: Mode, listen: &str) -> CloudOptions {
+        CloudOptions { listen: listen.into(), mode, dump_state: true, ..CloudOptions::default() }
+    }
+
+    /// One run; returns its row and its results.
+    fn run(&self, mode: Mode, kbit: f64, wan: Option<&Wan>) -> Result<(Row, Outcome), EdgeError> {
+        let sink = CollectSink::default();
+        let (report, wire) = match wan {
+            None => (self.run_user_space(mode, kbit, sink.clone())?, None),
+            Some(wan) => {
+                let (r, w) = self.run_netns(mode, kbit, wan, sink.clone())?;
+                (r, Some(w))
+            }
+        };
+        let mut outcome = sink.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        for s in &self.p.sinks {
+            outcome.sinks.entry(s.name.clone()).or_default();
+        }
+        for line in String::from_utf8_lossy(report.state.as_deref().unwrap_or_default()).lines() {
+            let _ = outcome.add_state_line(line);
+        }
+        let row = self.row(mode, kbit, &report, wire, wan.is_some());
+        Ok((row, outcome))
+    }
+
+    fn run_user_space(
+        &self,
+        mode: Mode,
+        kbit: f64,
+        sink: CollectSink,
+    ) -> Result<CloudReport, EdgeError> {
+        let mut o = EmbeddedOptions::new(self.inputs.clone());
+        o.mode = mode;
+        o.speed = self.speed;
+        o.shape = LinkShape { bandwidth_bps: Some(kbit * 1000.0), delay: self.delay };
+        o.cloud = self.cloud_options(mode, "127.0.0.1:0");
+        let registry = clasp_apps::registry();
+        Ok(embedded::run(&self.p, &self.devices, &self.model, &registry, &o, Box::new(sink))?.cloud)
+    }
+
+    /// Devices as processes in their namespaces, the cloud in this process.
+    fn run_netns(
+        &self,
+        mode: Mode,
+        kbit: f64,
+        wan: &Wan,
+        sink: CollectSink,
+    ) -> Result<(CloudReport, u64), EdgeError> {
+        wan.shape(Some(kbit))?;
+        let n = self.devices.devices.len();
+        let before: Vec<u64> = (0..n).map(|i| wan.rx_bytes(i)).collect();
+        let cloud = Cloud::bind(
+            &self.p,
+            &self.devices,
+            &self.model,
+            self.cloud_options(mode, &format!("{}:0", wan.cloud_ip())),
+        )?;
+        let join = cloud.addr().to_string();
+        let registry = clasp_apps::registry();
+        let cloud_thread = std::thread::spawn(move || cloud.run(&registry, Box::new(sink)));
+        let children = (0..n)
+            .map(|i| self.spawn_device(i, &join, mode, wan))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut failures = Vec::new();
+        for (i, child) in children.into_iter().enumerate() {
+            match child.wait_with_output() {
+                Ok(out) if out.status.success() => {}
+                Ok(out) => failures.push(format!(
+                    "{}: {}",
+                    self.devices.devices[i].id,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )),
+                Err(e) => failures.push(format!("{}: {e}", self.devices.devices[i].id)),
+            }
+        }
+        let report =
+            cloud_thread.join().map_err(|_| EdgeError::Runtime("the cloud panicked".into()))?;
+        if !failures.is_empty() {
+            return Err(EdgeError::Wan(format!("devices failed: {}", failures.join("; "))));
+        }
+        let wire = (0..n).map(|i| wan.rx_bytes(i).saturating_sub(before[i])).sum();
+        Ok((report?, wire))
+    }
+
+    fn spawn_device(
+        &self,
+        i: usize,
+        join: &str,
+        mode: Mode,
+        wan: &Wan,
+    ) -> Result<std::process::Child, EdgeError> {
+        let exe = self.opts.exe.as_ref().ok_or_else(|| EdgeError::Wan("no clasp binary".into()))?;
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", wan.namespace(i)]).arg(exe).arg("edge").arg(&self.spec_path);
+        cmd.arg("--devices").arg(&self.devices_path);
+        cmd.args(["--device", &self.devices.devices[i].id, "--join", join]);
+        for (s, spec) in &self.inputs {
+            cmd.args(["--input", &format!("{s}={spec}")]);
+        }
+        cmd.args(["--speed", &self.speed.to_string()]);
+        cmd.args(["--delay-ms", &(self.delay.as_secs_f64() * 1000.0).to_string()]);
+        if mode == Mode::AllCloud {
+            cmd.arg("--all-cloud");
+        }
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        cmd.spawn()
+            .map_err(|e| EdgeError::Wan(format!("starting device {i} in its namespace: {e}")))
+    }
+
+    fn row(&self, mode: Mode, kbit: f64, r: &CloudReport, wire: Option<u64>, netns: bool) -> Row {
+        let ms = |us: u64| us as f64 / 1000.0;
+        Row {
+            workflow: self.w.name.into(),
+            mode: mode.as_str().into(),
+            wan: if netns { "netns" } else { "user-space" }.into(),
+            bandwidth_kbit: kbit,
+            delay_ms: self.delay.as_secs_f64() * 1000.0,
+            events: self.events,
+            items: r.items(),
+            bytes: r.bytes(),
+            wire_bytes: wire,
+            makespan_s: r.makespan_s,
+            p50_ms: ms(r.latency.p50_us),
+            p95_ms: ms(r.latency.p95_us),
+            p99_ms: ms(r.latency.p99_us),
+            sink_records: r.sink_records,
+            outputs_equal: None,
+        }
+    }
+}
+
+/// The cut's change against all-in-cloud, in %.
+pub fn change(all: f64, cut: f64) -> String {
+    if all > 0.0 { format!("{:+.0}%", 100.0 * (cut - all) / all) } else { "n/a".into() }
+}
+
+fn progress_line(all: &Row, cut: &Row) -> String {
+    format!(
+        "{} @ {} kbit/s: bytes {} -> {} ({}), makespan {:.2} -> {:.2} s ({}), p50 {:.1} -> {:.1} ms, equal: {}",
+        all.workflow,
+        all.bandwidth_kbit,
+        all.bytes,
+        cut.bytes,
+        change(all.bytes as f64, cut.bytes as f64),
+        all.makespan_s,
+        cut.makespan_s,
+        change(all.makespan_s, cut.makespan_s),
+        all.p50_ms,
+        cut.p50_ms,
+        cut.outputs_equal.map_or("-", |e| if e { "yes" } else { "NO" })
+    )
+}
+
+impl Plan {
+    /// What the table's caption says about the runs.
+    fn note(&self) -> String {
+        let traces: Vec<String> =
+            self.workflows.iter().map(|w| format!("{} {} ride events", w.name, w.events)).collect();
+        format!(
+            "Five devices; traces: {} (w2 with their fares); replay at {}× the spec rates; one-way delay {} ms on every link.",
+            traces.join(", "),
+            self.speed,
+            self.delay.as_millis()
+        )
+    }
+}

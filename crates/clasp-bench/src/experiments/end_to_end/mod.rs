@@ -1,0 +1,132 @@
+//! `end-to-end` (paper Fig. 14): every policy (with the -SP ablations) driving the cluster
+//! through a burst and a gradual input: throughput, median and p95 latency, workers used,
+//! and CLASP's ratios against each baseline.
+
+mod runtime;
+mod sim;
+
+use crate::engine::sim::{ClusterSettings, PAPER_APPS};
+use crate::report::Output;
+use crate::settings::values::{DispatchCosts, Policies, Positive, Time};
+use crate::{BenchError, Engine, Experiment, Options};
+use clasp_plan::Policy;
+use serde::{Deserialize, Serialize};
+
+pub use sim::{EndToEndRow, rows as sim_rows};
+
+/// The policies of Fig. 14 (DS2 added).
+pub const POLICIES: [Policy; 6] = [
+    Policy::Clasp,
+    Policy::FaasFlow,
+    Policy::FaasFlowSp,
+    Policy::Zhang24,
+    Policy::Zhang24Sp,
+    Policy::Ds2,
+];
+
+/// The paper's figures, under both engines' results.
+const PAPER_NOTE: &str = "Paper (Fig. 14): CLASP up to x2.5 the throughput of FaaSFlow and x3.3 of Zhang24; median latency up to 75 % (FaaSFlow) and 76 % (Zhang24) lower; Zhang24-SP matches CLASP's throughput with more workers.";
+
+/// `end-to-end`'s own settings on the simulator.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimSettings {
+    /// The policies; the first is the reference of the ratios.
+    pub policies: Policies,
+    /// Time scale of the patterns' stages (1: the paper's 5–10 s).
+    pub pattern_scale: Positive,
+}
+
+impl SimSettings {
+    /// Every policy; the paper's stages (quick: a quarter as long).
+    pub fn preset(quick: bool) -> Self {
+        Self {
+            policies: Policies(POLICIES.to_vec()),
+            pattern_scale: Positive(if quick { 0.25 } else { 1.0 }),
+        }
+    }
+}
+
+impl Default for SimSettings {
+    fn default() -> Self {
+        Self::preset(false)
+    }
+}
+
+/// Which pattern the runtime's run drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PatternName {
+    /// The paper's burst.
+    Burst,
+    /// The paper's gradual rise and fall.
+    Gradual,
+}
+
+impl PatternName {
+    /// `burst` or `gradual`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Burst => "burst",
+            Self::Gradual => "gradual",
+        }
+    }
+}
+
+/// `end-to-end`'s settings on the runtime.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeSettings {
+    /// Dispatch-cost regimes.
+    pub dispatch_cost: DispatchCosts,
+    /// The input pattern.
+    pub pattern: PatternName,
+    /// The pattern's maximum rate (requests/s of 16 lines).
+    pub rate: Positive,
+    /// Time scale of the pattern's stages (1: the paper's 5–10 s).
+    pub pattern_scale: Positive,
+    /// The policies; CLASP's ratios are against each of the others.
+    pub policies: Policies,
+    /// Sleeping service time of `count` per word.
+    pub count_time: Time,
+}
+
+impl RuntimeSettings {
+    /// The burst up to 800 requests/s under every policy (quick: stages a quarter as long,
+    /// CLASP, FaaSFlow and Zhang24).
+    pub fn preset(quick: bool) -> Self {
+        let policies = if quick {
+            vec![Policy::Clasp, Policy::FaasFlow, Policy::Zhang24]
+        } else {
+            POLICIES.to_vec()
+        };
+        Self {
+            dispatch_cost: DispatchCosts::Both,
+            pattern: PatternName::Burst,
+            rate: Positive(800.0),
+            pattern_scale: Positive(if quick { 0.25 } else { 1.0 }),
+            policies: Policies(policies),
+            count_time: Time::from_micros(50.0),
+        }
+    }
+}
+
+impl Default for RuntimeSettings {
+    fn default() -> Self {
+        Self::preset(false)
+    }
+}
+
+/// The simulator's cluster preset: the paper's applications (quick: WC and SD).
+pub fn sim_cluster(quick: bool) -> ClusterSettings {
+    ClusterSettings::preset(quick, if quick { &["wc", "sd"] } else { &PAPER_APPS })
+}
+
+/// Runs `end-to-end` on `o.engine`.
+pub fn run(o: &Options) -> Result<Output, BenchError> {
+    match o.engine {
+        Engine::Sim => sim::run(o),
+        Engine::Runtime => runtime::run(o),
+        Engine::Edge => Err(super::unsupported(Experiment::EndToEnd, o.engine)),
+    }
+}

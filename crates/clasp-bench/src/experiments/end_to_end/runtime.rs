@@ -1,0 +1,298 @@
+//! Every policy on the same input (CLASP Fig. 14, on this runtime): word count under a seeded
+//! burst (or gradual) pattern, the policy deciding worker counts and placements live; per
+//! policy, throughput, median and p95 latency, workers used over time and scaling steps.
+//!
+//! Each policy runs under this runtime's native dispatch costs and under the paper's,
+//! emulated (`--set dispatch_cost=...`, see [`Regime`]; default both); every row names its
+//! regime, and the ratios of CLASP to each baseline are reported per regime.
+
+use super::{PatternName, RuntimeSettings};
+use crate::engine::runtime::testbed::Regime;
+use crate::engine::runtime::{app_pipeline, sig, worker_threads};
+use crate::plot::{Chart, Series};
+use crate::report::{Output, Report, Table};
+use crate::settings::Scope;
+use crate::{BenchError, Options};
+use clasp_core::SourceId;
+use clasp_core::input::MemoryLines;
+use clasp_core::pattern::RatePattern;
+use clasp_plan::autoscaler::AutoscalerConfig;
+use clasp_plan::triggers::TriggerConfig;
+use clasp_plan::{PlanConfig, Policy};
+use clasp_runtime::job::{self, Job};
+use clasp_runtime::planner::{DiscardSink, Input, PlannerConfig};
+use std::sync::Arc;
+
+/// The pattern, its stages shortened by `scale` (so a quick run keeps the same shape).
+fn pattern(
+    name: PatternName,
+    max_rate: f64,
+    seed: u64,
+    scale: f64,
+) -> Result<RatePattern, BenchError> {
+    let base = match name {
+        PatternName::Burst => RatePattern::burst(max_rate, seed),
+        PatternName::Gradual => RatePattern::gradual(max_rate, seed),
+    };
+    let text: String =
+        base.stages().iter().map(|s| format!("{} {}\n", s.duration_s * scale, s.rate)).collect();
+    RatePattern::trace(&text, name.name()).map_err(|e| BenchError::Config(e.to_string()))
+}
+
+/// Workers in use at each interval.
+type Timeline = Vec<(f64, u32)>;
+
+/// Executor slots per worker.
+const SLOTS: u32 = 3;
+
+/// The estimator's start: this runtime's order of magnitude, plus the emulated costs (the
+/// paper starts its estimator at the values it converges to).
+fn estimator(regime: Regime) -> clasp_plan::estimator::EstimatorConfig {
+    let native = crate::experiments::coefficients::native_estimator(SLOTS);
+    match regime.cost {
+        None => native,
+        Some(c) => clasp_plan::estimator::EstimatorConfig {
+            local_scale: native.local_scale + c.local_us,
+            remote_scale: native.remote_scale + c.remote_us,
+            destinations_scale: native.destinations_scale + c.fanout_us,
+            ..native
+        },
+    }
+}
+
+/// One policy's run in one regime; returns (summary, workers over time).
+fn run_policy(
+    policy: Policy,
+    regime: Regime,
+    o: &Options,
+    count_us: f64,
+    pattern: &Arc<RatePattern>,
+    lines: &Arc<Vec<Vec<u8>>>,
+) -> Result<(job::JobOutput, Timeline), BenchError> {
+    let mut p = app_pipeline("wc")?;
+    let count = p.operator_id("count").expect("wc has count");
+    p.operators[count.index()].service = Some(clasp_core::pipeline::ServiceTime {
+        micros: count_us,
+        mode: clasp_core::pipeline::ServiceMode::Sleep,
+        per: clasp_core::pipeline::ServicePer::Record,
+    });
+    let slots = SLOTS;
+    let mut planner =
+        PlannerConfig { batch_size: 16, max_in_flight: 2_000, ..PlannerConfig::default() };
+    planner.settings.batch_size = 16;
+    planner.settings.interval_ms = 500;
+    planner.settings.seed = o.seed;
+    planner.settings.dispatch_cost = regime.cost;
+    let scaling = AutoscalerConfig {
+        policy,
+        plan: PlanConfig {
+            slots_per_worker: slots,
+            max_workers: 6,
+            estimator: estimator(regime),
+            ..PlanConfig::default()
+        },
+        triggers: TriggerConfig {
+            warmup_requests: 200,
+            cooldown_s: 5.0,
+            ..TriggerConfig::default()
+        },
+        window_s: 3.0,
+        batch_size: 16,
+        ..AutoscalerConfig::default()
+    };
+    let job = Job {
+        pipeline: p,
+        workers: 1,
+        slots,
+        planner,
+        launch: worker_threads(),
+        placement: None,
+        scaling,
+        duration: pattern.duration().map(std::time::Duration::from_secs_f64),
+        initial_rate: 100.0,
+        rescales: Vec::new(),
+    };
+    let pat = pattern.clone();
+    let input = Input {
+        source: SourceId(0),
+        reader: Box::new(MemoryLines::new(lines.clone(), 0, 1)),
+        rate: Box::new(move |t| Some(pat.rate_at(t))),
+    };
+    let mut timeline = Vec::new();
+    let out = job::run(
+        job,
+        vec![input],
+        Box::new(DiscardSink),
+        None,
+        |p| timeline.push((p.t, p.workers)),
+        |_| {},
+    )
+    .map_err(|e| BenchError::Run(format!("{policy} ({}): {e}", regime.label())))?;
+    Ok((out, timeline))
+}
+
+/// One policy's results in one regime.
+struct Outcome {
+    policy: Policy,
+    regime: &'static str,
+    throughput: f64,
+    p50_ms: f64,
+}
+
+/// Runs the experiment on the runtime.
+pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
+    let s = Scope::new("end-to-end", o).one(&RuntimeSettings::preset(o.quick))?;
+    let regimes = Regime::all(s.dispatch_cost);
+    let max_rate = s.rate.0;
+    let scale = s.pattern_scale.0;
+    let count_us = s.count_time.micros();
+    let name = s.pattern.name();
+    let pattern = Arc::new(pattern(s.pattern, max_rate, o.seed, scale)?);
+    let volume = pattern.total_volume().unwrap_or(0.0);
+    let def = clasp_apps::inputs::source("wc", None).map_err(BenchError::Config)?;
+    let mut g = def.generator((volume * 16.0) as u64 + 16, o.seed);
+    let mut lines = Vec::new();
+    let mut line = Vec::new();
+    while g.next_line(&mut line).map_err(|e| BenchError::Run(e.to_string()))? {
+        lines.push(line.clone());
+    }
+    let lines = Arc::new(lines);
+    let policies: Vec<Policy> = s.policies.0.clone();
+    let mut t = Table::new(
+        "end_to_end",
+        &[
+            "dispatch costs",
+            "policy",
+            "throughput (req/s)",
+            "p50 latency (ms)",
+            "p95 latency (ms)",
+            "mean workers",
+            "max workers",
+            "scaling steps",
+            "completed",
+        ],
+    );
+    let mut over_time =
+        Table::new("workers_over_time", &["dispatch costs", "policy", "time (s)", "workers"]);
+    let mut progress = crate::progress::Progress::new("end-to-end", regimes.len() * policies.len());
+    let mut outcomes = Vec::new();
+    for &regime in &regimes {
+        for &policy in &policies {
+            progress.step(&format!("{} {policy}", regime.label()));
+            let (out, timeline) = run_policy(policy, regime, o, count_us, &pattern, &lines)?;
+            let s = &out.summary;
+            let mean = timeline.iter().map(|(_, w)| f64::from(*w)).sum::<f64>()
+                / timeline.len().max(1) as f64;
+            let max = timeline.iter().map(|(_, w)| *w).max().unwrap_or(0);
+            t.row(vec![
+                regime.label().into(),
+                policy.name().into(),
+                sig(s.throughput),
+                sig(s.latency.p50_us as f64 / 1e3),
+                sig(s.latency.p95_us as f64 / 1e3),
+                sig(mean),
+                max.to_string(),
+                out.stats.scaling_events.len().to_string(),
+                format!("{}/{}", s.completed, s.input_requests),
+            ]);
+            for (time, w) in timeline {
+                over_time.row(vec![
+                    regime.label().into(),
+                    policy.name().into(),
+                    sig(time),
+                    w.to_string(),
+                ]);
+            }
+            outcomes.push(Outcome {
+                policy,
+                regime: regime.label(),
+                throughput: s.throughput,
+                p50_ms: s.latency.p50_us as f64 / 1e3,
+            });
+        }
+    }
+    let mut setup = vec![
+        format!("engine runtime; word count, {name} pattern up to {max_rate} requests/s of 16 lines (stages x{scale}), seed {}", o.seed),
+        format!("workers as threads, {SLOTS} executor slots each, at most 6 workers; count sleeps {count_us} us per word (an executor slot per request, not a core)"),
+        "same input and pattern for every policy; triggers: rate changed 2 s or lagging 3 s, warm-up 200 requests, cooldown 5 s".into(),
+    ];
+    for r in &regimes {
+        setup.push(format!("regime `{}`: {}", r.label(), r.describe()));
+    }
+    let report = Report {
+        title: format!("Policies end to end on this runtime ({name} pattern)"),
+        setup,
+        tables: vec![t, ratios(&outcomes), over_time],
+        notes: vec![super::PAPER_NOTE.into()],
+    };
+    Ok(Output { report, charts: charts(&outcomes, name) })
+}
+
+/// CLASP's throughput ratio and median-latency change against every other policy, per regime.
+fn ratios(outcomes: &[Outcome]) -> Table {
+    let mut t = Table::new(
+        "end_to_end_ratios",
+        &[
+            "dispatch costs",
+            "baseline",
+            "CLASP throughput / baseline",
+            "CLASP median latency vs baseline (%)",
+        ],
+    );
+    for clasp in outcomes.iter().filter(|x| x.policy == Policy::Clasp) {
+        for b in outcomes.iter().filter(|x| x.regime == clasp.regime && x.policy != Policy::Clasp) {
+            t.row(vec![
+                clasp.regime.into(),
+                b.policy.name().into(),
+                format!("x{}", sig(clasp.throughput / b.throughput.max(1e-9))),
+                format!("{:+.0}", 100.0 * (clasp.p50_ms / b.p50_ms.max(1e-9) - 1.0)),
+            ]);
+        }
+    }
+    t
+}
+
+/// Throughput and median latency per policy, one series per regime.
+fn charts(outcomes: &[Outcome], pattern: &str) -> Vec<Chart> {
+    let mut policies: Vec<&str> = Vec::new();
+    let mut regimes: Vec<&str> = Vec::new();
+    for x in outcomes {
+        if !policies.contains(&x.policy.name()) {
+            policies.push(x.policy.name());
+        }
+        if !regimes.contains(&x.regime) {
+            regimes.push(x.regime);
+        }
+    }
+    let chart = |title: &str, name: &str, y: &str, f: fn(&Outcome) -> f64| {
+        regimes.iter().fold(
+            Chart::bars(title, "policy", y).named(name).categories(&policies),
+            |c, regime| {
+                let values = policies
+                    .iter()
+                    .map(|p| {
+                        outcomes
+                            .iter()
+                            .find(|x| x.regime == *regime && x.policy.name() == *p)
+                            .map_or(f64::NAN, f)
+                    })
+                    .collect();
+                c.series(Series::new(&format!("{regime} costs"), values))
+            },
+        )
+    };
+    vec![
+        chart(
+            &format!("Fig. 14: throughput by policy, {pattern} (runtime)"),
+            &format!("end-to-end-throughput-{pattern}"),
+            "throughput (requests/s)",
+            |x| x.throughput,
+        ),
+        chart(
+            &format!("Fig. 14: median latency by policy, {pattern} (runtime)"),
+            &format!("end-to-end-median-latency-{pattern}"),
+            "median latency (ms)",
+            |x| x.p50_ms,
+        ),
+    ]
+}

@@ -1,0 +1,244 @@
+//! Paper Fig. 14: each policy driving the cluster through a burst and a gradual input.
+//!
+//! The maximum rate of both patterns is the application's maximum throughput with CLASP on
+//! ten workers; the patterns are seeded, so every policy sees the same input. Each policy
+//! starts on one worker, takes its first decision after the paper's 10,000 requests (or the
+//! requests of the pattern's first 5 s, if fewer: the simulated applications are slower than
+//! the paper's), scales with the simulated controller (the paper's triggers), and is
+//! measured over the whole run: throughput, median and p95 end-to-end latency, workers used
+//! (time-weighted mean) and scaling steps. Ratios are relative to the first policy (CLASP).
+
+use super::SimSettings;
+use crate::engine::sim::{Ctx, Setup, max_throughput, run_elastic};
+use crate::experiments::{Experiment, distinct, lookup};
+use crate::plot::{Chart, Series};
+use crate::report::{Output, Report, Table, num};
+use crate::{BenchError, Options};
+use clasp_core::Pipeline;
+use clasp_core::pattern::RatePattern;
+use clasp_plan::Policy;
+use clasp_sim::SimError;
+use serde::{Deserialize, Serialize};
+
+/// One application, pattern and policy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EndToEndRow {
+    /// Application.
+    pub app: String,
+    /// `burst` or `gradual`.
+    pub pattern: String,
+    /// Policy.
+    pub policy: String,
+    /// Maximum rate of the pattern (chains/s).
+    pub max_rate: f64,
+    /// Chains completed per second.
+    pub throughput: f64,
+    /// Median latency (ms).
+    pub p50_ms: f64,
+    /// 95th percentile latency (ms).
+    pub p95_ms: f64,
+    /// Time-weighted mean of workers in use.
+    pub mean_workers: f64,
+    /// Rescalings.
+    pub scaling_steps: usize,
+    /// Throughput of the first policy over this one's.
+    pub reference_throughput_ratio: f64,
+    /// Median latency of the first policy relative to this one's, minus one (−0.76: 76 % lower).
+    pub reference_p50_change: f64,
+}
+
+/// Runs the experiment for every application, both patterns and every policy.
+pub fn rows(
+    apps: &[Pipeline],
+    setup: &Setup,
+    policies: &[Policy],
+) -> Result<Vec<EndToEndRow>, SimError> {
+    let mut rows = Vec::new();
+    for p in apps {
+        let max_rate = max_throughput(p, setup, setup.sim.max_workers.min(10))?;
+        let seed = setup.sim.seed;
+        let patterns = [
+            ("burst", RatePattern::burst(max_rate, seed)),
+            ("gradual", RatePattern::gradual(max_rate, seed)),
+        ];
+        for (name, pattern) in patterns {
+            rows.extend(one(p, setup, policies, name, &setup.pattern(&pattern), max_rate)?);
+        }
+    }
+    Ok(rows)
+}
+
+fn one(
+    p: &Pipeline,
+    setup: &Setup,
+    policies: &[Policy],
+    name: &str,
+    pattern: &RatePattern,
+    max_rate: f64,
+) -> Result<Vec<EndToEndRow>, SimError> {
+    let duration = pattern.duration().unwrap_or(setup.run_s);
+    // The paper's 10,000 requests, or what the first 5 s of the pattern offer if fewer.
+    let warmup = pattern.volume_until(5.0 * setup.pattern_scale).clamp(100.0, 10_000.0) as u64;
+    let mut rows: Vec<EndToEndRow> = Vec::new();
+    for &policy in policies {
+        let s = run_elastic(p, setup, policy, pattern.clone(), duration, warmup)?;
+        let (p50, p95) = (s.latency.p50_us as f64 / 1e3, s.latency.p95_us as f64 / 1e3);
+        let (ref_thr, ref_p50) =
+            rows.first().map_or((s.throughput, p50), |r| (r.throughput, r.p50_ms));
+        rows.push(EndToEndRow {
+            app: p.name.clone(),
+            pattern: name.to_owned(),
+            policy: policy.name().to_owned(),
+            max_rate,
+            throughput: s.throughput,
+            p50_ms: p50,
+            p95_ms: p95,
+            mean_workers: s.mean_workers,
+            scaling_steps: s.scaling_events.len(),
+            reference_throughput_ratio: ref_thr / s.throughput.max(1e-9),
+            reference_p50_change: ref_p50 / p50.max(1e-9) - 1.0,
+        });
+    }
+    Ok(rows)
+}
+
+/// Runs the experiment on the simulator.
+pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
+    let cluster = super::sim_cluster(o.quick);
+    let (ctx, own) = Ctx::new(Experiment::EndToEnd, o, &cluster, &SimSettings::preset(o.quick))?;
+    let policies = own.policies.0;
+    let mut setup = ctx.setup.clone();
+    setup.pattern_scale = own.pattern_scale.0;
+    let rows = ctx.per_app("end-to-end", |p| rows(std::slice::from_ref(p), &setup, &policies))?;
+    let first = policies[0].name();
+    let mut table = Table::new(
+        "end-to-end",
+        &[
+            "app",
+            "pattern",
+            "policy",
+            "max rate (chains/s)",
+            "throughput (chains/s)",
+            "p50 (ms)",
+            "p95 (ms)",
+            "mean workers",
+            "rescalings",
+            &format!("{first} throughput / this"),
+            &format!("{first} p50 vs this (%)"),
+        ],
+    );
+    for r in &rows {
+        table.row(vec![
+            r.app.clone(),
+            r.pattern.clone(),
+            r.policy.clone(),
+            num(r.max_rate, 1),
+            num(r.throughput, 1),
+            num(r.p50_ms, 2),
+            num(r.p95_ms, 2),
+            num(r.mean_workers, 2),
+            r.scaling_steps.to_string(),
+            num(r.reference_throughput_ratio, 2),
+            num(100.0 * r.reference_p50_change, 1),
+        ]);
+    }
+    let mut lines = ctx.setup_lines();
+    lines.push(format!(
+        "burst and gradual patterns up to each application's maximum on {} workers (CLASP's placement), stages {} x the paper's 5-10 s; every policy starts on one worker, first decision after 10,000 inputs (or the first 5 s of input, if fewer); the runtime's triggers",
+        ctx.setup.sim.max_workers.min(10),
+        setup.pattern_scale
+    ));
+    let report = Report {
+        title: "end-to-end (Fig. 14): burst and gradual input under each policy".into(),
+        setup: lines,
+        tables: vec![ratios(&rows, first), table],
+        notes: notes(&rows, first),
+    };
+    Ok(Output { report, charts: charts(&rows) })
+}
+
+/// Per baseline: CLASP's throughput ratio and median-latency change, best and mean.
+fn ratios(rows: &[EndToEndRow], first: &str) -> Table {
+    let mut t = Table::new(
+        "end-to-end-ratios",
+        &[
+            "baseline",
+            &format!("{first} throughput ratio, max"),
+            "mean",
+            &format!("{first} p50 change (%), best"),
+            "mean",
+            "baseline mean workers",
+            &format!("{first} mean workers"),
+        ],
+    );
+    for pol in distinct(rows, |r| &r.policy).iter().filter(|p| p.as_str() != first) {
+        let mine: Vec<&EndToEndRow> = rows.iter().filter(|r| &r.policy == pol).collect();
+        let mean = |f: fn(&EndToEndRow) -> f64| {
+            mine.iter().map(|r| f(r)).sum::<f64>() / mine.len().max(1) as f64
+        };
+        let ours: Vec<&EndToEndRow> = rows.iter().filter(|r| r.policy == first).collect();
+        let ours_workers =
+            ours.iter().map(|r| r.mean_workers).sum::<f64>() / ours.len().max(1) as f64;
+        t.row(vec![
+            pol.clone(),
+            num(mine.iter().map(|r| r.reference_throughput_ratio).fold(0.0, f64::max), 2),
+            num(mean(|r| r.reference_throughput_ratio), 2),
+            num(
+                100.0 * mine.iter().map(|r| r.reference_p50_change).fold(f64::INFINITY, f64::min),
+                1,
+            ),
+            num(100.0 * mean(|r| r.reference_p50_change), 1),
+            num(mean(|r| r.mean_workers), 2),
+            num(ours_workers, 2),
+        ]);
+    }
+    t
+}
+
+fn charts(rows: &[EndToEndRow]) -> Vec<Chart> {
+    let apps = distinct(rows, |r| &r.app);
+    let policies = distinct(rows, |r| &r.policy);
+    let chart = |pattern: &str, what: &str, y: &str, f: fn(&EndToEndRow) -> f64| {
+        let base =
+            Chart::bars(&format!("Fig. 14: {what}, {pattern} input (sim)"), "application", y)
+                .named(&format!("end-to-end-{}-{pattern}", crate::plot::slug(what)))
+                .categories(&apps);
+        policies.iter().fold(base, |c, pol| {
+            let v = apps
+                .iter()
+                .map(|a| {
+                    lookup(rows, |r| {
+                        (r.app == *a && r.policy == *pol && r.pattern == pattern).then(|| f(r))
+                    })
+                })
+                .collect();
+            c.series(Series::new(pol, v))
+        })
+    };
+    let mut out = Vec::new();
+    for pattern in ["burst", "gradual"] {
+        out.push(chart(pattern, "throughput", "throughput (chains/s)", |r| r.throughput));
+        out.push(chart(pattern, "median latency", "p50 latency (ms)", |r| r.p50_ms));
+    }
+    out
+}
+
+fn notes(rows: &[EndToEndRow], first: &str) -> Vec<String> {
+    let best = |pol: &str, f: fn(&EndToEndRow) -> f64, max: bool| {
+        let v = rows.iter().filter(|r| r.policy == pol).map(f);
+        if max { v.fold(0.0, f64::max) } else { v.fold(f64::INFINITY, f64::min) }
+    };
+    let mut out: Vec<String> = distinct(rows, |r| &r.policy)
+        .iter()
+        .filter(|p| p.as_str() != first)
+        .map(|pol| {
+            format!(
+                "vs {pol}: {first} reaches up to x{:.2} its throughput and changes its median latency by down to {:+.0} %.",
+                best(pol, |r| r.reference_throughput_ratio, true),
+                100.0 * best(pol, |r| r.reference_p50_change, false)
+            )
+        })
+        .collect();
+    out.push(super::PAPER_NOTE.into());
+    out
+}
