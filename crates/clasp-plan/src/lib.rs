@@ -20,6 +20,8 @@
 //! | [`keys`] | key groups shared by worker fractions, minimal movement; worker remapping | §4.4 |
 //! | [`migration`] | the migration plan between two placements | §4.4, Fig. 7 |
 //! | [`edgecut`] | the edge/cloud cut of the Planner paper (Algorithm 1, s–t min cut) | Planner §III–V |
+//! | [`slo`] | predicted p95 latency of a placement, for a latency objective | future work |
+//! | [`queueing`] | Erlang C and Pollaczek–Khinchine closed forms | |
 //! | [`report`] | the stable JSON form of a decision | `docs/plan-json.md` |
 //! | [`synthetic`] | seeded random pipelines for benchmarks and tests | |
 
@@ -38,7 +40,9 @@ pub mod packing;
 pub mod parallelism;
 pub mod policy;
 pub mod projection;
+pub mod queueing;
 pub mod report;
+pub mod slo;
 pub mod synthetic;
 #[cfg(test)]
 mod testing;

@@ -13,7 +13,6 @@
 //! | [`migration`] | the decentralized migration of §4.4, step by step |
 //! | [`report`] | worker reports and their aggregation into observed statistics |
 //! | [`summary`] | what a run reports |
-//! | [`analytic`] | closed forms the simulator is validated against (Erlang C, M/D/1) |
 //!
 //! Build a simulation from a pipeline, a configuration, an input pattern and a deployment, and
 //! run it:
@@ -33,7 +32,6 @@
 //! assert!((summary.throughput - 1000.0).abs() < 100.0);
 //! ```
 
-pub mod analytic;
 pub mod chains;
 pub mod config;
 pub mod engine;

@@ -36,7 +36,7 @@ impl Autoscaler {
         let from = self.placement.workers;
         let stats = self.window_stats(p);
         let decision = match self.policy_decision(p, &stats, target) {
-            Ok(d) => d,
+            Ok(d) => self.meet_slo(p, &stats, d),
             Err(e) => {
                 self.triggers.planned(now, &trigger, from, from);
                 return Step::Unchanged { trigger, why: Unchanged::NoDecision(e) };
@@ -120,6 +120,25 @@ impl Autoscaler {
             let input = self.history.mean_input_rate(self.cfg.triggers.change_for_s);
             Trigger { input_rate: input, target_rate: input, ..pending.trigger }
         })
+    }
+
+    /// With a latency SLO and the CLASP policy: CLASP's placement on the fewest workers, from
+    /// the decision's count up to the worker limit, whose predicted p95 meets the SLO (the
+    /// limit's placement when none does).
+    fn meet_slo(&mut self, p: &Pipeline, stats: &ObservedStats, decision: Decision) -> Decision {
+        let Some(slo_ms) = self.cfg.latency_slo_ms else { return decision };
+        if self.cfg.policy != crate::Policy::Clasp {
+            return decision;
+        }
+        let input = PlanInput {
+            pipeline: p,
+            stats,
+            target_rate: decision.requested_rate,
+            coefficients: self.coefficients(),
+            config: &self.cfg.plan,
+            current: Some(&self.placement),
+        };
+        crate::slo::fewest_workers_within(&input, decision, slo_ms)
     }
 
     /// The policy's decision for `target` from `stats`.

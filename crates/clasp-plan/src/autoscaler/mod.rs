@@ -87,6 +87,10 @@ pub struct AutoscalerConfig {
     /// A scale-in is carried out only if it is still decided this long after it first was
     /// (0: at once).
     pub scale_in_delay_s: f64,
+    /// With the CLASP policy: the fewest workers whose placement is predicted to keep the
+    /// 95th percentile of end-to-end latency within this many ms ([`crate::slo`]), not only to
+    /// sustain the rate.
+    pub latency_slo_ms: Option<f64>,
 }
 
 impl Default for AutoscalerConfig {
@@ -104,6 +108,7 @@ impl Default for AutoscalerConfig {
             scale_in_below: 0.75,
             min_scale_in_gain: 0.0,
             scale_in_delay_s: 5.0,
+            latency_slo_ms: None,
         }
     }
 }
@@ -161,6 +166,13 @@ impl AutoscalerConfig {
             return Err(PlanError::InvalidConfig(format!(
                 "scale_in_below = {} must be > 0",
                 self.scale_in_below
+            )));
+        }
+        if let Some(slo) = self.latency_slo_ms
+            && !(slo.is_finite() && slo > 0.0)
+        {
+            return Err(PlanError::InvalidConfig(format!(
+                "latency_slo_ms = {slo} must be a number of milliseconds > 0"
             )));
         }
         if !(0.0..1.0).contains(&self.min_scale_in_gain) {

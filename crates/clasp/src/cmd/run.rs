@@ -54,6 +54,10 @@ pub struct Args {
     /// Most workers a policy may use.
     #[arg(long, default_value_t = 10)]
     pub max_workers: u32,
+    /// With `--policy clasp`: also keep the predicted 95th percentile of end-to-end latency
+    /// within this many milliseconds, choosing the fewest workers that do.
+    #[arg(long, value_name = "P95_MS")]
+    pub latency_slo: Option<f64>,
     /// Start from this placement (the JSON of `clasp plan --json`).
     #[arg(long)]
     pub placement: Option<PathBuf>,
@@ -351,6 +355,7 @@ fn scaling_config(args: &Args, unthrottled: bool) -> Result<AutoscalerConfig> {
         unthrottled,
         batch_size: args.batch,
         scale_in_delay_s: args.scale_in_delay.as_secs_f64(),
+        latency_slo_ms: args.latency_slo,
         ..AutoscalerConfig::default()
     };
     cfg.validate()?;

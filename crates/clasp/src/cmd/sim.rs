@@ -57,6 +57,10 @@ pub struct Args {
     /// Workers in the cluster (the policy's limit).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_workers: u32,
+    /// With `--policy clasp`: also keep the predicted 95th percentile of end-to-end latency
+    /// within this many milliseconds, choosing the fewest workers that do.
+    #[arg(long, value_name = "P95_MS")]
+    pub latency_slo: Option<f64>,
     /// Write the last window's statistics (clasp.stats/1) with the scaling events to FILE.
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
@@ -143,10 +147,13 @@ pub fn run(args: &Args) -> Result<()> {
             // The estimator starts at the simulated cluster's true costs.
             let mut plan = clasp_sim::plan_config(&cfg, args.max_workers);
             plan.estimator = plan.estimator.starting_at(cfg.costs);
-            Deployment::Elastic(Box::new(AutoscalerConfig {
+            let autoscaler = AutoscalerConfig {
                 window_s: cfg.window_s,
+                latency_slo_ms: args.latency_slo,
                 ..AutoscalerConfig::with_policy(policy).with_plan(plan)
-            }))
+            };
+            autoscaler.validate()?;
+            Deployment::Elastic(Box::new(autoscaler))
         }
         (None, None) => bail!("give --workers N or --policy P"),
     };

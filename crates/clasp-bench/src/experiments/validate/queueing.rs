@@ -5,7 +5,7 @@
 
 use clasp_core::pattern::RatePattern;
 use clasp_core::placement::Placement;
-use clasp_sim::analytic::{md1_wait, mmc_wait};
+use clasp_plan::queueing::{md1_wait, mmc_wait};
 use clasp_sim::{Deployment, ServiceDist, SimConfig, SimSummary, Simulation};
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,5 @@
-//! Closed forms of queueing theory the simulator is checked against.
+//! Closed forms of queueing theory: the latency model of the SLO objective ([`crate::slo`])
+//! uses them, and the simulator is checked against them.
 
 /// Erlang C: the probability that an arrival waits in an M/M/c queue with offered load
 /// `a = λ·E[S]` (Erlangs), `a < c`. Computed through the Erlang-B recursion, which is stable

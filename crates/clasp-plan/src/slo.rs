@@ -1,0 +1,292 @@
+//! A latency objective on top of the rate (the CLASP paper's future work): the fewest workers
+//! whose placement is predicted to keep the 95th percentile of end-to-end latency within an
+//! SLO, not only to sustain the rate.
+//!
+//! The prediction is a queueing model of a placement at its projected rates:
+//! - each worker is an M/M/c queue whose c servers together deliver its capacity W̄ (c = W̄ in
+//!   cores, rounded, each server W̄ / c fast), offered the requests its fractions route to it
+//!   (Σ_o Ñ_o σ_o(w)) and busy for its Eq. 8 load, so that its utilization is L_w / W̄; a
+//!   request waits 0 with probability 1 − C and an exponential time with rate (c − a)/s
+//!   otherwise (Erlang C, [`crate::queueing::erlang_c`]);
+//! - a hop of the chain into operator o waits the mixture of its workers' waits weighted by
+//!   σ_o(w), then executes for τ̄_o plus the chained requests it sends (α local, β remote, as
+//!   in Eq. 8), at the server's speed, taken exponential; an operator fed f requests per
+//!   request of its predecessor completes its hop when the last of them does, the maximum of f
+//!   such times (mean scaled by H_f, variance by Σ_{k≤f} 1/k²);
+//! - a chain completes when its slowest path does: the path of largest mean, whose hops'
+//!   means and variances add; its 95th percentile is that of a gamma distribution with the
+//!   same mean and variance (Wilson–Hilferty).
+//!
+//! A worker at or over its capacity has an unbounded prediction.
+
+use crate::capacity::{Fractions, WorkerLoad};
+use crate::policy::clasp_on_workers;
+use crate::projection::Projection;
+use crate::queueing::erlang_c;
+use crate::{Decision, PlanInput, Policy};
+use clasp_core::placement::Placement;
+use clasp_core::stats::Coefficients;
+use clasp_core::{OperatorId, Pipeline};
+
+/// z of the 95th percentile of a standard normal distribution.
+const Z95: f64 = 1.644_853_626_951_472_2;
+
+/// Mean and variance of a latency (µs, µs²).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Moments {
+    mean: f64,
+    var: f64,
+}
+
+impl std::ops::Add for Moments {
+    type Output = Self;
+    fn add(self, o: Self) -> Self {
+        Self { mean: self.mean + o.mean, var: self.var + o.var }
+    }
+}
+
+/// The predicted 95th percentile of end-to-end latency (µs) of `placement` at the rates of
+/// `proj`, with `loads` its Eq. 8 loads at those rates under coefficients `c`; infinite when
+/// some worker is at or over its capacity.
+pub fn predicted_p95_us(
+    p: &Pipeline,
+    proj: &Projection,
+    placement: &Placement,
+    loads: &[WorkerLoad],
+    c: &Coefficients,
+) -> f64 {
+    let servers = Servers::of(c.capacity);
+    let Some(waits) = worker_waits(proj, placement, loads, c.capacity, servers) else {
+        return f64::INFINITY;
+    };
+    let fractions = Fractions::of(placement);
+    let hop = |o: OperatorId, fan_out: f64| -> Moments {
+        let op = &placement.operators[o.index()];
+        let (mut mean, mut second) = (0.0, 0.0);
+        for s in op.shares.iter().filter(|s| s.fraction > 0.0) {
+            let w = waits[s.worker.index()];
+            mean += s.fraction * w.mean;
+            second += s.fraction * (w.var + w.mean * w.mean);
+        }
+        let exec = (proj.exec_us[o.index()] + dispatch_us(proj, &fractions, o, c)) / servers.speed;
+        let one = Moments { mean: mean + exec, var: (second - mean * mean).max(0.0) + exec * exec };
+        slowest_of(one, fan_out)
+    };
+    // The slowest path into each operator, in topological order.
+    let mut into: Vec<Moments> = vec![Moments::default(); p.operators.len()];
+    for &o in p.topological_order() {
+        let upstream = p
+            .predecessors(o)
+            .map(|u| {
+                let fan_out = fan_out(proj, u, o);
+                into[u.index()] + hop(o, fan_out)
+            })
+            .max_by(|a, b| a.mean.total_cmp(&b.mean));
+        into[o.index()] = upstream.unwrap_or_else(|| hop(o, 1.0));
+    }
+    let slowest = into.iter().copied().max_by(|a, b| a.mean.total_cmp(&b.mean));
+    slowest.map_or(0.0, gamma_p95)
+}
+
+/// CLASP's placement on the fewest workers, from `decision`'s count up to the worker limit,
+/// whose predicted p95 (at the rate each sustains) is within `slo_ms`; the worker limit's
+/// placement when none is.
+pub fn fewest_workers_within(input: &PlanInput<'_>, decision: Decision, slo_ms: f64) -> Decision {
+    let Ok(proj) = input.projection() else { return decision };
+    let meets = |d: &Decision| {
+        let at = proj.at_rate(d.target_rate);
+        predicted_p95_us(input.pipeline, &at, &d.placement, &d.loads, &input.coefficients)
+            <= slo_ms * 1e3
+    };
+    if meets(&decision) {
+        return decision;
+    }
+    let mut last = decision;
+    for k in last.workers + 1..=input.config.max_workers {
+        match clasp_on_workers(Policy::Clasp, input, k) {
+            Ok(d) if meets(&d) => return d,
+            Ok(d) => last = d,
+            Err(_) => break,
+        }
+    }
+    last
+}
+
+/// The servers a worker of capacity W̄ is modelled with.
+#[derive(Clone, Copy, Debug)]
+struct Servers {
+    /// How many.
+    count: u32,
+    /// Each one's speed, in cores.
+    speed: f64,
+}
+
+impl Servers {
+    fn of(capacity: f64) -> Self {
+        let cores = (capacity / 1e6).max(1e-6);
+        let count = cores.round().clamp(1.0, 4096.0) as u32;
+        Self { count, speed: cores / f64::from(count) }
+    }
+}
+
+/// The CPU an execution of `o` spends sending its chained requests (µs): per request of `o`,
+/// Σ_s (Ẽ_{o→s} / Ñ_o) · (α P(local) + β P(remote)), a request to `s` staying local with the
+/// probability that `s` runs on the sender's worker, Σ_w σ_o(w) σ_s(w).
+fn dispatch_us(proj: &Projection, fr: &Fractions, o: OperatorId, c: &Coefficients) -> f64 {
+    let rate = proj.rate[o.index()];
+    if rate <= 0.0 {
+        return 0.0;
+    }
+    proj.edges[o.index()]
+        .iter()
+        .map(|e| {
+            let local: f64 =
+                fr.of_op(o.index()).iter().map(|&(w, f)| f * fr.get(e.to.index(), w)).sum();
+            e.rate / rate * (c.alpha * local + c.beta * (1.0 - local))
+        })
+        .sum()
+}
+
+/// The wait of a request at every worker, `None` when one is at or over its capacity.
+fn worker_waits(
+    proj: &Projection,
+    placement: &Placement,
+    loads: &[WorkerLoad],
+    capacity: f64,
+    servers: Servers,
+) -> Option<Vec<Moments>> {
+    let c = f64::from(servers.count);
+    (0..placement.workers as usize)
+        .map(|w| {
+            let arrivals: f64 = placement
+                .operators
+                .iter()
+                .enumerate()
+                .flat_map(|(o, op)| {
+                    op.shares.iter().filter(|s| s.worker.index() == w).map(move |s| (o, s))
+                })
+                .map(|(o, s)| proj.rate[o] * s.fraction)
+                .sum();
+            let load = loads.get(w).map_or(0.0, |l| l.load);
+            if arrivals <= 0.0 || load <= 0.0 {
+                return Some(Moments::default());
+            }
+            let utilization = load / capacity;
+            if utilization.is_nan() || utilization >= 1.0 {
+                return None;
+            }
+            // c servers busy ρ of the time: a = c·ρ Erlangs, mean service a / λ.
+            let a = c * utilization;
+            let service_us = a / arrivals * 1e6;
+            let waits = erlang_c(servers.count, a);
+            let rate = (c - a) / service_us;
+            Some(Moments { mean: waits / rate, var: waits * (2.0 - waits) / (rate * rate) })
+        })
+        .collect()
+}
+
+/// Requests into `to` per request of `from`: Ẽ_{from→to} / Ñ_from (at least 1).
+fn fan_out(proj: &Projection, from: OperatorId, to: OperatorId) -> f64 {
+    let rate = proj.rate[from.index()];
+    let edge: f64 = proj.edges[from.index()].iter().filter(|e| e.to == to).map(|e| e.rate).sum();
+    if rate > 0.0 { (edge / rate).max(1.0) } else { 1.0 }
+}
+
+/// The slowest of `f` independent copies of a latency with moments `m`, each taken
+/// exponential with its mean: mean · H_f, variance mean² · Σ_{k≤f} 1/k² (f rounded).
+fn slowest_of(m: Moments, f: f64) -> Moments {
+    let n = f.round().clamp(1.0, 1e6) as u64;
+    if n == 1 {
+        return m;
+    }
+    let harmonic: f64 = (1..=n).map(|k| 1.0 / k as f64).sum();
+    let squares: f64 = (1..=n).map(|k| 1.0 / (k * k) as f64).sum();
+    Moments { mean: m.mean * harmonic, var: m.mean * m.mean * squares }
+}
+
+/// The 95th percentile of a gamma distribution with `m`'s mean and variance
+/// (Wilson–Hilferty: the cube root of a gamma variable is nearly normal).
+fn gamma_p95(m: Moments) -> f64 {
+    if m.mean <= 0.0 {
+        return 0.0;
+    }
+    if m.var <= 0.0 {
+        return m.mean;
+    }
+    let k = m.mean * m.mean / m.var;
+    let theta = m.var / m.mean;
+    let h = 1.0 / (9.0 * k);
+    k * theta * (1.0 - h + Z95 * h.sqrt()).max(0.0).powi(3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capacity::placement_loads;
+    use crate::testing::pipeline;
+    use clasp_core::stats::ObservedStats;
+
+    /// `placement` with its shares at the demand of `proj`.
+    fn at(proj: &Projection, mut placement: Placement) -> Placement {
+        for (o, op) in placement.operators.iter_mut().enumerate() {
+            op.demand = proj.demand[o];
+            for s in &mut op.shares {
+                s.share = s.fraction * proj.demand[o];
+            }
+        }
+        placement
+    }
+
+    const ONE_OP: &str = "[[source]]\nname = \"in\"\n[[operator]]\nname = \"a\"\nkind = \"map\"\n\
+        [[stream]]\nfrom = \"in\"\nto = \"a\"\n";
+
+    /// The exponential distribution's 95th percentile: −ln(0.05) · mean.
+    #[test]
+    fn a_single_exponential_hop_on_an_idle_worker_is_its_own_p95() {
+        let m = Moments { mean: 400.0, var: 160_000.0 };
+        let exact = -(0.05f64).ln() * 400.0;
+        assert!((gamma_p95(m) - exact).abs() / exact < 0.01, "{} vs {exact}", gamma_p95(m));
+    }
+
+    #[test]
+    fn a_one_slot_worker_is_an_m_m_1_queue() {
+        // One operator, 400 µs per request, 1,500 requests/s on one single-slot worker of
+        // W̄ = 10⁶ µs/s: ρ = 0.6. The M/M/1 sojourn time is exponential with rate μ − λ, so its
+        // 95th percentile is −ln(0.05) / (μ − λ).
+        let p = pipeline(ONE_OP);
+        let stats = ObservedStats::from_spec(&p, 1_500.0, 400.0);
+        let proj = Projection::new(&p, &stats, 1_500.0, 400.0, 1).unwrap();
+        let placement = at(&proj, Placement::single_worker(&p, &[1]));
+        let c = Coefficients { alpha: 0.0, beta: 0.0, gamma: 0.0, capacity: 1e6 };
+        let loads = placement_loads(&proj, &placement, &c, 1e6);
+        assert!((loads[0].load - 600_000.0).abs() < 1e-6);
+        let got = predicted_p95_us(&p, &proj, &placement, &loads, &c);
+        let exact = -(0.05f64).ln() / (2_500.0 - 1_500.0) * 1e6;
+        // The gamma approximation of the wait-plus-service mixture against the exact sojourn.
+        assert!((got - exact).abs() / exact < 0.05, "{got} vs {exact}");
+    }
+
+    #[test]
+    fn a_saturated_worker_has_no_bounded_latency_and_more_load_means_more_latency() {
+        let p = pipeline(ONE_OP);
+        let c = Coefficients { alpha: 0.0, beta: 0.0, gamma: 0.0, capacity: 4e6 };
+        let predict = |rate: f64| {
+            let stats = ObservedStats::from_spec(&p, rate, 400.0);
+            let proj = Projection::new(&p, &stats, rate, 400.0, 4).unwrap();
+            let placement = at(&proj, Placement::single_worker(&p, &[4]));
+            let loads = placement_loads(&proj, &placement, &c, 4e6);
+            predicted_p95_us(&p, &proj, &placement, &loads, &c)
+        };
+        assert!(predict(10_000.0).is_infinite(), "ρ = 1");
+        let (low, high) = (predict(2_000.0), predict(9_000.0));
+        assert!(low.is_finite() && high > low, "{low} {high}");
+    }
+
+    #[test]
+    fn fan_out_waits_for_the_slowest_copy() {
+        let m = Moments { mean: 100.0, var: 10_000.0 };
+        let three = slowest_of(m, 3.0);
+        assert!((three.mean - 100.0 * (1.0 + 0.5 + 1.0 / 3.0)).abs() < 1e-9);
+        assert_eq!(slowest_of(m, 1.0), m);
+    }
+}
