@@ -19,6 +19,7 @@ use crate::input::InputSpec;
 use crate::netns::{self, Wan};
 use crate::shaper::LinkShape;
 use clasp_apps::reference::{self, Outcome};
+use clasp_core::sync::lock;
 use clasp_core::{Batch, Pipeline};
 use clasp_plan::edgecut::{self, CostModel, Devices};
 use clasp_runtime::planner::SinkOutput;
@@ -26,7 +27,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Which WAN emulation to use.
@@ -170,7 +171,7 @@ pub struct CollectSink(pub Arc<Mutex<Outcome>>);
 
 impl SinkOutput for CollectSink {
     fn write(&mut self, name: &str, batch: &Batch) -> std::io::Result<()> {
-        let mut o = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut o = lock(&self.0);
         for r in batch.iter() {
             o.add_sink(name, r.key, r.value);
         }
@@ -305,7 +306,7 @@ impl<'a> Context<'a> {
                 (r, Some(w))
             }
         };
-        let mut outcome = sink.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut outcome = lock(&sink.0).clone();
         for s in &self.p.sinks {
             outcome.sinks.entry(s.name.clone()).or_default();
         }

@@ -18,6 +18,7 @@ use crate::input::{self, InputSpec, Replay, ReplayInput, Share};
 use crate::protocol::{self, Hello, ToCloud, ToDevice};
 use crate::subgraph::{self, CloudGraph};
 use clasp_core::input::{InputRecord, LineSource, Next};
+use clasp_core::sync::lock;
 use clasp_core::{Batch, Endpoint, Pipeline, Registry};
 use clasp_plan::edgecut::{CostModel, Devices};
 use clasp_runtime::cluster::{Cluster, Launch, contiguous_keys, spread};
@@ -30,7 +31,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -273,7 +274,7 @@ impl Cloud {
         if let Some(c) = cluster {
             c.shutdown().map_err(|e| EdgeError::Runtime(e.to_string()))?;
         }
-        let errors = std::mem::take(&mut *errors.lock().unwrap_or_else(PoisonError::into_inner));
+        let errors = std::mem::take(&mut *lock(&errors));
         if !errors.is_empty() {
             return Err(EdgeError::Protocol { peer: "devices".into(), problem: errors.join("; ") });
         }
@@ -282,10 +283,7 @@ impl Cloud {
             pipeline: self.p.name.clone(),
             mode: self.opts.mode.as_str().to_owned(),
             operators: self.operators(),
-            links: links
-                .iter()
-                .map(|l| l.lock().unwrap_or_else(PoisonError::into_inner).clone())
-                .collect(),
+            links: links.iter().map(|l| lock(l).clone()).collect(),
             makespan_s,
             latency,
             chains,
@@ -490,10 +488,6 @@ impl Cloud {
         }
         Ok((d.latency(), d.chains, d.records))
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The sinks that `streams` of `p` lead to.

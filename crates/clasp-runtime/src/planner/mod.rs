@@ -16,12 +16,13 @@ use crate::worker::executor::now_ns;
 use chains::Chains;
 use clasp_core::input::{InputRecord, LineSource, Next};
 use clasp_core::rng::SplitMix64;
+use clasp_core::sync::{lock, read, wait_timeout, write};
 use clasp_core::{Batch, Endpoint, OperatorId, Pipeline, SourceId, WorkerId};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// Planner settings.
@@ -222,13 +223,9 @@ struct Shared {
     stopping: AtomicBool,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl Shared {
     fn routing(&self) -> Arc<Routing> {
-        self.routing.read().unwrap_or_else(PoisonError::into_inner).clone()
+        read(&self.routing).clone()
     }
 
     fn send(&self, w: WorkerId, m: Message) {
@@ -468,8 +465,7 @@ impl Planner {
     /// the first placement, when no state exists yet).
     pub fn install(&self, plan: RoutingPlan) -> Result<(), PlannerError> {
         self.check_groups(&plan)?;
-        *self.shared.routing.write().unwrap_or_else(PoisonError::into_inner) =
-            Arc::new(Routing::new(&self.shared.pipeline, plan.clone()));
+        *write(&self.shared.routing) = Arc::new(Routing::new(&self.shared.pipeline, plan.clone()));
         for w in self.workers() {
             self.shared.send(w, Message::Install(Box::new(plan.clone())));
         }
@@ -496,8 +492,7 @@ impl Planner {
         let issued = Instant::now();
         let epoch = plan.epoch;
         let involved: Vec<WorkerId> = parts.workers.iter().map(|p| p.worker).collect();
-        *self.shared.routing.write().unwrap_or_else(PoisonError::into_inner) =
-            Arc::new(Routing::new(&self.shared.pipeline, plan.clone()));
+        *write(&self.shared.routing) = Arc::new(Routing::new(&self.shared.pipeline, plan.clone()));
         for part in &parts.workers {
             let order =
                 migration::MigrationOrder { epoch, routing: plan.clone(), part: part.clone() };
@@ -800,9 +795,7 @@ impl Planner {
         for w in self.workers() {
             self.shared.send(w, Message::Shutdown);
         }
-        let _ = self.shared.sink.lock().map(|mut s| {
-            let _ = s.write("", &Batch::new());
-        });
+        let _ = lock(&self.shared.sink).write("", &Batch::new());
     }
 
     /// Stops worker `w` (it must hold no state and no placement).
@@ -1117,11 +1110,7 @@ fn spawn_dispatcher(shared: Arc<Shared>, queue: Receiver<Queued>) -> std::thread
                         if shared.stopping.load(Ordering::Acquire) {
                             return;
                         }
-                        c = shared
-                            .chains_done
-                            .wait_timeout(c, Duration::from_millis(50))
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .0;
+                        c = wait_timeout(&shared.chains_done, c, Duration::from_millis(50));
                     }
                     c.open(item.origin_ns.unwrap_or_else(now_ns))
                 };

@@ -18,6 +18,7 @@ use crate::wire::{Hello, Message, Role, Welcome, WireError, WorkerSettings};
 use clasp_core::operator::Rejections;
 use clasp_core::rng::SplitMix64;
 use clasp_core::state::{DetachedGroup, StateStore};
+use clasp_core::sync::{lock, read, write};
 use clasp_core::{DynOperator, KeyGroup, OperatorId, Pipeline, Registry, WorkerId};
 use crossbeam_channel::{Receiver, Sender};
 use executor::Target;
@@ -25,7 +26,7 @@ use scheduler::Scheduler;
 use std::collections::HashMap;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// Most workers a cluster may have (sizes the destination bitsets of the metrics).
@@ -109,18 +110,6 @@ impl std::fmt::Debug for WorkerShared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WorkerShared").field("me", &self.me).finish_non_exhaustive()
     }
-}
-
-fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    l.read().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    l.write().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl WorkerShared {
