@@ -26,6 +26,8 @@ use clasp_runtime::planner::stats::Latency;
 use clasp_runtime::planner::{Input, PlannerConfig, SinkOutput};
 use clasp_runtime::routing::RoutingPlan;
 use clasp_runtime::worker::executor::now_ns;
+use clasp_wire::frame::PREAMBLE_LEN;
+use clasp_wire::{FrameReader, write_frame};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -147,11 +149,12 @@ impl std::fmt::Debug for Cloud {
     }
 }
 
-/// A device that joined: its connection and what it said.
+/// A device that joined: its connection, what it said, and the reader of its frames.
 struct Joined {
     index: usize,
     hello: Hello,
     stream: TcpStream,
+    reader: FrameReader,
     bytes: u64,
 }
 
@@ -238,7 +241,7 @@ impl Cloud {
         let mut streams = Vec::new();
         for j in &joined {
             let mut s = &j.stream;
-            protocol::write_frame(&mut s, &ToDevice::Start, &mut Vec::new()).map_err(|e| {
+            write_frame(&mut s, &ToDevice::Start, &mut Vec::new()).map_err(|e| {
                 EdgeError::Protocol { peer: j.hello.device.clone(), problem: e.to_string() }
             })?;
         }
@@ -355,7 +358,7 @@ impl Cloud {
                         continue;
                     }
                     let mut s = &j.stream;
-                    if protocol::write_frame(&mut s, &ToDevice::Welcome, &mut Vec::new()).is_ok() {
+                    if write_frame(&mut s, &ToDevice::Welcome, &mut Vec::new()).is_ok() {
                         joined[i] = Some(j);
                     }
                 }
@@ -538,7 +541,7 @@ impl Direct {
 fn refuse(stream: &TcpStream, reason: &str) {
     tracing::warn!("edge ingress: refused a device: {reason}");
     let mut s = stream;
-    let _ = protocol::write_frame(&mut s, &ToDevice::Reject(reason.to_owned()), &mut Vec::new());
+    let _ = write_frame(&mut s, &ToDevice::Reject(reason.to_owned()), &mut Vec::new());
 }
 
 /// Accepts connections until told to stop; each is handshaken on its own thread.
@@ -571,20 +574,22 @@ fn handshake(stream: TcpStream, expected: &[Hello]) -> Result<Joined, String> {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     let mut r = &stream;
-    protocol::read_preamble(&mut r).map_err(|e| format!("{peer}: {e}"))?;
-    let hello = match protocol::read_frame::<ToCloud>(&mut r, &mut Vec::new()) {
-        Ok(Some((ToCloud::Hello(h), n))) => (h, n),
+    protocol::PROTOCOL.read_preamble(&mut r, &peer).map_err(|e| e.to_string())?;
+    let mut reader = FrameReader::new(peer.clone(), protocol::MAX_FRAME);
+    // No connector exists before the hello.
+    let hello = match reader.read_message(&mut r, &protocol::Limits::default()) {
+        Ok(Some(ToCloud::Hello(h))) => h,
         Ok(_) => return Err(format!("{peer}: the first frame is not a hello")),
-        Err(e) => return Err(format!("{peer}: {e}")),
+        Err(e) => return Err(e.to_string()),
     };
-    let (hello, n) = hello;
     if let Err(reason) = check_hello(&hello, expected) {
         refuse(&stream, &reason);
         return Err(format!("{peer}: {reason}"));
     }
     let _ = stream.set_read_timeout(None);
     let index = expected.iter().position(|h| h.device == hello.device).expect("checked");
-    Ok(Joined { index, hello, stream, bytes: 12 + n as u64 })
+    let bytes = PREAMBLE_LEN as u64 + reader.consumed();
+    Ok(Joined { index, hello, stream, reader, bytes })
 }
 
 /// Why a device's hello does not match the part the cloud expects of it, if it does not.
@@ -620,7 +625,7 @@ fn check_hello(hello: &Hello, expected: &[Hello]) -> Result<(), String> {
 
 /// Reads one device's frames into the connector queues until its `End`.
 fn spawn_receiver(
-    j: Joined,
+    mut j: Joined,
     outs: Vec<Sender<Frame>>,
     link: Arc<Mutex<LinkReport>>,
     errors: Arc<Mutex<Vec<String>>>,
@@ -628,25 +633,30 @@ fn spawn_receiver(
     std::thread::Builder::new()
         .name(format!("edge-from-{}", j.hello.device))
         .spawn(move || {
-            if let Err(e) = receive(&j, &outs, &link) {
+            if let Err(e) = receive(&mut j, &outs, &link) {
                 lock(&errors).push(format!("device `{}`: {e}", j.hello.device));
             }
         })
         .expect("spawn an edge receiver")
 }
 
-fn receive(j: &Joined, outs: &[Sender<Frame>], link: &Mutex<LinkReport>) -> Result<(), String> {
-    let mut reader = io::BufReader::with_capacity(256 << 10, &j.stream);
+fn receive(j: &mut Joined, outs: &[Sender<Frame>], link: &Mutex<LinkReport>) -> Result<(), String> {
+    let limits = protocol::Limits { connectors: outs.len() };
     let mut buf = Vec::new();
     let mut counts = vec![0u64; outs.len()];
     loop {
-        let (msg, n) = protocol::read_frame::<ToCloud>(&mut reader, &mut buf)?
+        let before = j.reader.consumed();
+        let msg = j
+            .reader
+            .read_message::<ToCloud, _>(&mut &j.stream, &limits)
+            .map_err(|e| e.to_string())?
             .ok_or("disconnected before the end of its data")?;
-        lock(link).bytes += n as u64;
+        lock(link).bytes += j.reader.consumed() - before;
         match msg {
             ToCloud::Data { connector, origin_ns, records } => {
+                // Checked against the connectors at decode.
                 let c = connector as usize;
-                let out = outs.get(c).ok_or_else(|| format!("no connector {c}"))?;
+                let out = &outs[c];
                 counts[c] += records.len() as u64;
                 {
                     let mut l = lock(link);
@@ -662,7 +672,7 @@ fn receive(j: &Joined, outs: &[Sender<Frame>], link: &Mutex<LinkReport>) -> Resu
                     ));
                 }
                 let mut s = &j.stream;
-                protocol::write_frame(&mut s, &ToDevice::Ack { received: counts }, &mut buf)
+                write_frame(&mut s, &ToDevice::Ack { received: counts }, &mut buf)
                     .map_err(|e| e.to_string())?;
                 let _ = s.flush();
                 return Ok(());

@@ -11,7 +11,7 @@ use crate::net::{self, Link};
 use crate::request::{FULL_CREDIT, Request, split_credit};
 use crate::routing::{Routing, RoutingPlan};
 use crate::source::{Pacer, RateFn};
-use crate::wire::{self, Hello, Message, Role, Welcome, WorkerSettings};
+use crate::wire::{self, Hello, Limits, MAX_WORKERS, Message, Role, Welcome, WorkerSettings};
 use crate::worker::executor::now_ns;
 use chains::Chains;
 use clasp_core::input::{InputRecord, LineSource, Next};
@@ -235,7 +235,7 @@ impl Shared {
     }
 
     fn settle(&self, returns: &[wire::CreditReturn]) {
-        if lock(&self.chains).settle(returns) > 0 {
+        if lock(&self.chains).settle(returns, now_ns()) > 0 {
             self.chains_done.notify_all();
         }
     }
@@ -838,7 +838,7 @@ fn spawn_acceptor(shared: Arc<Shared>, listener: TcpListener) {
 }
 
 /// Admits a joining worker: assigns its id, welcomes it, introduces it to the others.
-fn register(shared: &Arc<Shared>, hello: Hello, stream: TcpStream, reader: wire::FrameReader) {
+fn register(shared: &Arc<Shared>, hello: Hello, mut stream: TcpStream, reader: wire::FrameReader) {
     let (link, rx) = Link::pending();
     let (id, peers, generation) = {
         let mut ws = lock(&shared.workers);
@@ -847,10 +847,18 @@ fn register(shared: &Arc<Shared>, hello: Hello, stream: TcpStream, reader: wire:
             Some(w) if free(w.index()) => w.index(),
             Some(w) => {
                 drop(ws);
-                reject(stream, &format!("worker id {w} is already in use"));
+                reject(&mut stream, &format!("worker id {w} is already in use"));
                 return;
             }
-            None => (0..).find(|&i| free(i)).expect("a free id exists"),
+            None => match (0..MAX_WORKERS as usize).find(|&i| free(i)) {
+                Some(i) => i,
+                None => {
+                    drop(ws);
+                    let full = format!("the cluster has its maximum of {MAX_WORKERS} workers");
+                    reject(&mut stream, &full);
+                    return;
+                }
+            },
         };
         let peers: Vec<(WorkerId, String)> = ws
             .iter()
@@ -903,11 +911,9 @@ fn register(shared: &Arc<Shared>, hello: Hello, stream: TcpStream, reader: wire:
     }
 }
 
-fn reject(mut stream: TcpStream, reason: &str) {
+fn reject(stream: &mut TcpStream, reason: &str) {
     tracing::error!("planner: refused a worker: {reason}");
-    let mut buf = Vec::new();
-    wire::encode(&Message::Reject(reason.into()), &mut buf);
-    let _ = stream.write_all(&buf);
+    net::reject(stream, reason);
 }
 
 /// Numbers worker connections, so a closing connection is not taken for a newer worker that
@@ -922,10 +928,14 @@ fn spawn_worker_receiver(
     reader: wire::FrameReader,
 ) {
     let closing = shared.clone();
+    let limits = Limits::new(&shared.pipeline, shared.config.settings.key_groups, 0);
+    let routing = shared.clone();
     net::spawn_receiver(
         format!("planner-from-{id}"),
         stream,
         reader,
+        limits,
+        move || read(&routing.routing).epoch,
         move |batch| {
             for m in batch.drain(..) {
                 match m {
@@ -953,10 +963,9 @@ fn spawn_worker_receiver(
                         let _ = shared.events.send(Event::StateDone(id));
                     }
                     Message::Shutdown => return false,
-                    other => tracing::warn!(
-                        "planner: unexpected {} from worker {id}",
-                        net::message_name(&other)
-                    ),
+                    other => {
+                        tracing::warn!("planner: unexpected {} from worker {id}", other.name())
+                    }
                 }
             }
             true

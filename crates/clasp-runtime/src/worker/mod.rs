@@ -14,7 +14,7 @@ use crate::migration::{self, MigrationData, MigrationDone, MigrationOrder, State
 use crate::net::{self, Link};
 use crate::request::Request;
 use crate::routing::{Routing, RoutingPlan};
-use crate::wire::{Hello, Message, Role, Welcome, WireError, WorkerSettings};
+use crate::wire::{Hello, Limits, Message, Role, Welcome, WireError, WorkerSettings};
 use clasp_core::operator::Rejections;
 use clasp_core::rng::SplitMix64;
 use clasp_core::state::{DetachedGroup, StateStore};
@@ -29,8 +29,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-/// Most workers a cluster may have (sizes the destination bitsets of the metrics).
-pub const MAX_WORKERS: usize = 4096;
+/// Most workers a cluster may have (sizes the destination bitsets of the metrics); worker ids
+/// received beyond it are refused at decode.
+pub const MAX_WORKERS: usize = crate::wire::MAX_WORKERS as usize;
 
 /// How a worker starts.
 #[derive(Clone, Debug)]
@@ -263,6 +264,7 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
     let (stream, mut reader) = net::connect(join, &hello, crate::wire::DEFAULT_MAX_FRAME)?;
     let welcome = match reader.read_message(
         &mut stream.try_clone().map_err(|source| WireError::Io { peer: join.into(), source })?,
+        &Limits::handshake(),
     )? {
         Some(Message::Welcome(w)) => *w,
         Some(Message::Reject(reason)) => {
@@ -271,10 +273,7 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
         other => {
             return Err(WireError::Protocol {
                 peer: join.into(),
-                message: format!(
-                    "expected Welcome, got {:?}",
-                    other.as_ref().map(net::message_name)
-                ),
+                message: format!("expected Welcome, got {:?}", other.as_ref().map(Message::name)),
             }
             .into());
         }
@@ -395,10 +394,14 @@ fn spawn_peer_receiver(
     };
     let control_close = control.clone();
     let stopping = shared.clone();
+    let limits = Limits::new(&shared.pipeline, shared.settings.key_groups, 0);
+    let epoch = shared.clone();
     net::spawn_receiver(
         name,
         stream,
         reader,
+        limits,
+        move || epoch.epoch.load(Ordering::Acquire),
         move |batch| {
             let mut reqs = Vec::new();
             for m in batch.drain(..) {
@@ -416,7 +419,7 @@ fn spawn_peer_receiver(
                             tracing::warn!(
                                 "worker {}: unexpected {} from a peer",
                                 s.me,
-                                net::message_name(&other)
+                                other.name()
                             );
                         }
                     }
@@ -555,7 +558,7 @@ fn control_loop(
                 tracing::warn!(
                     "worker {}: unexpected {} from the planner",
                     shared.me,
-                    net::message_name(&other)
+                    other.name()
                 );
             }
             Control::Data(d) => early.push(*d),

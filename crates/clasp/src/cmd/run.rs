@@ -339,8 +339,9 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     if args.slots == 0 {
         bail!("--slots must be at least 1");
     }
-    if args.key_groups == 0 {
-        bail!("--key-groups must be at least 1");
+    let most = clasp_runtime::wire::MAX_KEY_GROUPS;
+    if args.key_groups == 0 || args.key_groups > most {
+        bail!("--key-groups {} must be between 1 and {most}", args.key_groups);
     }
     if let Some(r) = args.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
         bail!("--rate {r} must be a positive number of requests per second");
