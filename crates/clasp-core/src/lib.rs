@@ -6,7 +6,8 @@
 //! - [`placement`] and [`stats`] are the data exchanged between the planning core
 //!   (`clasp-plan`), the runtime and the simulator;
 //! - [`pattern`] describes input-rate patterns shared by the runtime and the simulator;
-//! - [`local`] runs a pipeline's operators in one thread, for tests and quick runs.
+//! - [`local`] runs a pipeline's operators in one thread, for tests and quick runs;
+//! - [`sync`] is the lock access every node uses.
 
 pub mod batch;
 pub mod hash;
@@ -24,6 +25,7 @@ pub mod rng;
 pub mod spec;
 pub mod state;
 pub mod stats;
+pub mod sync;
 
 pub use batch::{Batch, Record};
 pub use ids::{KeyGroup, OperatorId, SinkId, SourceId, StreamId, WorkerId};

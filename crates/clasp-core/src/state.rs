@@ -7,12 +7,13 @@
 use crate::batch::Record;
 use crate::hash::key_group;
 use crate::ids::KeyGroup;
+use crate::sync::lock;
 use hashbrown::HashTable;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::any::Any;
 use std::io::{self, Write};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 /// What can go wrong moving state.
 #[derive(Debug, thiserror::Error)]
@@ -114,11 +115,6 @@ impl<S> std::fmt::Debug for KeyedStore<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KeyedStore").field("groups", &self.groups.len()).finish_non_exhaustive()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic inside an operator must not make its state unreachable for migration or dumps.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl<S> KeyedStore<S> {

@@ -17,6 +17,7 @@ use clasp_core::local::{LocalDriver, LocalOptions};
 use clasp_core::{Batch, Endpoint, Pipeline, Registry, SinkId, SourceId};
 use clasp_plan::edgecut::{CostModel, Devices};
 use clasp_runtime::worker::executor::now_ns;
+use clasp_wire::{FrameReader, write_frame};
 use serde::Serialize;
 use std::io::Write;
 use std::net::TcpStream;
@@ -415,7 +416,7 @@ struct Uplink {
     peer: String,
     writer: Option<LinkWriter>,
     reader: TcpStream,
-    buf: Vec<u8>,
+    incoming: FrameReader,
     frame: Vec<u8>,
     sent: Vec<u64>,
     bytes: u64,
@@ -432,17 +433,16 @@ impl Uplink {
         let io_err =
             |e: std::io::Error| EdgeError::Protocol { peer: peer.clone(), problem: e.to_string() };
         let reader = stream.try_clone().map_err(io_err)?;
-        let mut head = Vec::new();
-        protocol::write_preamble(&mut head).map_err(io_err)?;
+        let mut head = protocol::PROTOCOL.preamble().to_vec();
         let mut frame = Vec::new();
-        protocol::encode(&Outgoing::Hello(hello), &mut frame);
+        clasp_wire::encode(&Outgoing::Hello(hello), &mut frame);
         head.extend_from_slice(&frame);
         (&stream).write_all(&head).map_err(io_err)?;
         let mut link = Self {
-            peer,
+            peer: peer.clone(),
             writer: Some(LinkWriter::new(stream, opts.shape)),
             reader,
-            buf: Vec::new(),
+            incoming: FrameReader::new(peer.clone(), protocol::MAX_FRAME),
             frame,
             sent: vec![0; hello.connectors.len()],
             bytes: head.len() as u64,
@@ -463,15 +463,16 @@ impl Uplink {
     }
 
     fn receive(&mut self) -> Result<ToDevice, EdgeError> {
-        match protocol::read_frame::<ToDevice>(&mut self.reader, &mut self.buf) {
-            Ok(Some((ToDevice::Reject(reason), _))) => Err(EdgeError::Refused {
+        let limits = protocol::Limits { connectors: self.sent.len() };
+        match self.incoming.read_message::<ToDevice, _>(&mut self.reader, &limits) {
+            Ok(Some(ToDevice::Reject(reason))) => Err(EdgeError::Refused {
                 addr: self.peer.trim_start_matches("the cloud at ").to_owned(),
                 device: self.device.clone(),
                 reason,
             }),
-            Ok(Some((m, _))) => Ok(m),
+            Ok(Some(m)) => Ok(m),
             Ok(None) => Err(self.protocol("closed the connection (the cloud's output says why)")),
-            Err(e) => Err(self.protocol(&e)),
+            Err(e) => Err(self.protocol(&e.to_string())),
         }
     }
 
@@ -493,7 +494,7 @@ impl Uplink {
 
     fn write(&mut self, msg: Outgoing<'_>) -> Result<(), EdgeError> {
         let written = match self.writer.as_mut() {
-            Some(w) => protocol::write_frame(w, &msg, &mut self.frame),
+            Some(w) => write_frame(w, &msg, &mut self.frame),
             None => Err(std::io::Error::other("the link is closed")),
         };
         let n = written.map_err(|e| self.protocol(&format!("sending: {e}")))?;

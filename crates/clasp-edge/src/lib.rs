@@ -19,9 +19,10 @@ pub mod embedded;
 pub mod error;
 pub mod input;
 pub mod netns;
-pub mod protocol;
 pub mod shaper;
 pub mod subgraph;
 
+/// The connector protocol, defined with the runtime's in `clasp-wire`.
+pub use clasp_wire::edge as protocol;
 pub use cut::Mode;
 pub use error::EdgeError;

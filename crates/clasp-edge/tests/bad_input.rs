@@ -1,13 +1,19 @@
 //! The cloud admits only the devices of its devices file, each with the part the cloud
-//! computed for it, and says which devices never came.
+//! computed for it, says which devices never came, and refuses frames naming connectors the
+//! device does not have.
 
 mod common;
 
+use clasp_core::Batch;
 use clasp_edge::cloud::{Cloud, CloudOptions};
 use clasp_edge::device::{self, DeviceOptions};
+use clasp_edge::protocol::{self, Outgoing, ToDevice};
 use clasp_edge::{EdgeError, Mode};
 use clasp_plan::edgecut::{self, CostModel};
+use clasp_wire::FrameReader;
 use common::*;
+use std::io::Write;
+use std::net::TcpStream;
 use std::time::Duration;
 
 /// Starts a cloud for w1's five devices that waits `wait` for them; returns its address and
@@ -64,4 +70,51 @@ fn a_device_running_another_part_is_refused() {
         .to_string();
     assert!(err.contains("mode `all-cloud`") && err.contains("`cut`"), "{err}");
     assert!(cloud.join().unwrap().is_err());
+}
+
+#[test]
+fn a_data_frame_naming_an_unknown_connector_fails_the_run_naming_it() {
+    let (addr, cloud) = cloud(Duration::from_secs(60));
+    let p = clasp_apps::pipeline("taxi-w1").unwrap();
+    let d = devices(&p, "taxi-w1");
+    let model = CostModel::from_spec(&p);
+    // edge-1 states the right part, then sends a frame for a connector past its last.
+    let hello = device::plan(&p, &d, &model, Mode::Cut, "edge-1").unwrap().hello;
+    let connectors = hello.connectors.len();
+    let mut s = TcpStream::connect(&addr).unwrap();
+    let mut out = protocol::PROTOCOL.preamble().to_vec();
+    clasp_wire::encode(&Outgoing::Hello(&hello), &mut out);
+    s.write_all(&out).unwrap();
+    let others: Vec<_> = ["edge-2", "edge-3", "edge-4", "edge-5"]
+        .into_iter()
+        .map(|id| {
+            let (p, d, model, o) = (p.clone(), d.clone(), model.clone(), device_opts(id, &addr));
+            std::thread::spawn(move || device::run(&p, &d, &model, &clasp_apps::registry(), &o))
+        })
+        .collect();
+    let mut frames = FrameReader::new("cloud", protocol::MAX_FRAME);
+    let limits = protocol::Limits { connectors };
+    for expected in [ToDevice::Welcome, ToDevice::Start] {
+        let got: Option<ToDevice> = frames.read_message(&mut s, &limits).unwrap();
+        assert_eq!(got, Some(expected));
+    }
+    let bad = connectors as u16 + 40;
+    let mut records = Batch::new();
+    records.push(b"1", b"1,START");
+    out.clear();
+    clasp_wire::encode(
+        &Outgoing::Data { connector: bad, origin_ns: 0, records: &records },
+        &mut out,
+    );
+    s.write_all(&out).unwrap();
+    drop(s);
+    for t in others {
+        t.join().unwrap().unwrap();
+    }
+    let err = cloud.join().unwrap().unwrap_err().to_string();
+    assert!(
+        err.contains("device `edge-1`")
+            && err.contains(&format!("Data.connector is {bad}, outside 0..{connectors}")),
+        "{err}"
+    );
 }

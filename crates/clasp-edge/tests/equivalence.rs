@@ -15,7 +15,7 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// Runs `app` cut and all in the cloud on `count` records of seed `seed`, and checks both
 /// against the reference and against each other.
 fn equivalent(app: &str, spec: &str, count: u64, speed: f64) {
-    let _one = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _one = clasp_core::sync::lock(&SERIAL);
     let p = clasp_core::spec::parse(spec, app).unwrap();
     let lines = clasp_apps::profile::generate(app, count, SEED).unwrap();
     let expected = reference::expected(app, &p, &lines).unwrap();

@@ -6,7 +6,8 @@
 //!   monitor;
 //! - [`migration`]: the decentralized one-round migration protocol;
 //! - [`scaling`]: the autoscaler's steps executed on the cluster (workers, migration);
-//! - [`wire`] and [`net`]: framing, handshake and per-peer sending/receiving threads;
+//! - [`wire`]: the messages and framing of `clasp-wire`; [`net`]: handshake and per-peer
+//!   sending/receiving threads;
 //! - [`cluster`]: embedded and multi-process deployments over the same code path.
 
 pub mod cluster;

@@ -7,7 +7,7 @@
 //! the load itself, and an idle link writes at once. A flush deadline can make an idle sender
 //! wait a little to fill its buffer.
 
-use crate::wire::{self, FrameReader, Hello, Message, WireError};
+use crate::wire::{self, FrameReader, Hello, Limits, Message, PROTOCOL, WireError};
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -69,13 +69,12 @@ pub fn connect(
         })?;
     let mut stream = connect_retrying(target).map_err(io_err(addr))?;
     stream.set_nodelay(true).map_err(io_err(addr))?;
-    wire::write_preamble(&mut stream).map_err(io_err(addr))?;
-    let mut buf = Vec::new();
+    let mut buf = PROTOCOL.preamble().to_vec();
     wire::encode(&Message::Hello(hello.clone()), &mut buf);
     stream.write_all(&buf).map_err(io_err(addr))?;
     let mut reader = stream.try_clone().map_err(io_err(addr))?;
-    wire::read_preamble(&mut reader, addr)?;
-    Ok((stream, FrameReader::new(addr.into(), max_frame)))
+    PROTOCOL.read_preamble(&mut reader, addr)?;
+    Ok((stream, FrameReader::new(addr, max_frame)))
 }
 
 /// Peers may start a moment after the planner tells us about them.
@@ -93,60 +92,50 @@ fn connect_retrying(target: SocketAddr) -> std::io::Result<TcpStream> {
     }
 }
 
-/// Checks an accepted connection's preamble, answers with ours, and reads its `Hello`.
+/// Checks an accepted connection's preamble, answers with ours, and reads its `Hello`. A
+/// peer of another version, or whose `Hello` names a worker id beyond [`wire::MAX_WORKERS`],
+/// is told why before the connection closes.
 pub fn accept(stream: &mut TcpStream, max_frame: u32) -> Result<(Hello, FrameReader), WireError> {
     let peer = stream.peer_addr().map_or_else(|_| "?".to_owned(), |a| a.to_string());
     stream.set_nodelay(true).map_err(io_err(&peer))?;
     stream.set_read_timeout(Some(Duration::from_secs(10))).map_err(io_err(&peer))?;
-    if let Err(e) = wire::read_preamble(stream, &peer) {
+    if let Err(e) = PROTOCOL.read_preamble(stream, &peer) {
         if let WireError::Version { .. } = e {
-            let mut buf = Vec::new();
-            let _ = wire::write_preamble(&mut buf);
+            let mut buf = PROTOCOL.preamble().to_vec();
             wire::encode(&Message::Reject(e.to_string()), &mut buf);
             let _ = stream.write_all(&buf);
         }
         return Err(e);
     }
-    wire::write_preamble(stream).map_err(io_err(&peer))?;
+    PROTOCOL.write_preamble(stream).map_err(io_err(&peer))?;
     let mut reader = FrameReader::new(peer.clone(), max_frame);
-    let hello = match reader.read_message(stream)? {
-        Some(Message::Hello(h)) => h,
-        Some(other) => {
+    let hello = match reader.read_message(stream, &Limits::handshake()) {
+        Ok(Some(Message::Hello(h))) => h,
+        Ok(Some(other)) => {
             return Err(WireError::Protocol {
                 peer,
-                message: format!("expected Hello, got {}", message_name(&other)),
+                message: format!("expected Hello, got {}", other.name()),
             });
         }
-        None => return Err(WireError::Protocol { peer, message: "closed before Hello".into() }),
+        Ok(None) => {
+            return Err(WireError::Protocol { peer, message: "closed before Hello".into() });
+        }
+        Err(e) => {
+            if let WireError::Invalid { .. } = e {
+                reject(stream, &e.to_string());
+            }
+            return Err(e);
+        }
     };
     stream.set_read_timeout(None).map_err(io_err(&peer))?;
     Ok((hello, reader))
 }
 
-/// Short name of a message, for logs.
-pub fn message_name(m: &Message) -> &'static str {
-    match m {
-        Message::Hello(_) => "Hello",
-        Message::Reject(_) => "Reject",
-        Message::Welcome(_) => "Welcome",
-        Message::PeerJoined { .. } => "PeerJoined",
-        Message::PeerLeft(_) => "PeerLeft",
-        Message::MeshReady(_) => "MeshReady",
-        Message::Request(_) => "Request",
-        Message::Requests(_) => "Requests",
-        Message::Credits(_) => "Credits",
-        Message::Sink { .. } => "Sink",
-        Message::Report(_) => "Report",
-        Message::Install(_) => "Install",
-        Message::Migrate(_) => "Migrate",
-        Message::MigrationData(_) => "MigrationData",
-        Message::MigrationDone(_) => "MigrationDone",
-        Message::ReportNow(_) => "ReportNow",
-        Message::DumpState => "DumpState",
-        Message::StateLines { .. } => "StateLines",
-        Message::StateDone => "StateDone",
-        Message::Shutdown => "Shutdown",
-    }
+/// Tells the peer why its connection is refused (the connection closes when it is dropped).
+pub fn reject(stream: &mut TcpStream, reason: &str) {
+    let mut buf = Vec::new();
+    wire::encode(&Message::Reject(reason.into()), &mut buf);
+    let _ = stream.write_all(&buf);
 }
 
 /// Starts the thread that writes `rx`'s messages to `stream`.
@@ -199,25 +188,31 @@ pub fn spawn_sender(
 }
 
 /// Starts the thread that reads frames from `stream` and hands each read's worth of messages
-/// to `handle` (which returns false to stop). `on_close` learns why the connection ended
-/// (`None` for a clean close).
+/// to `handle` (which returns false to stop). Every message is checked against `limits`, at
+/// the epoch `epoch` returns when the read's messages are decoded; the first that is not, or
+/// any undecodable frame, closes the connection (logged). `on_close` learns why the
+/// connection ended (`None` for a clean close).
 pub fn spawn_receiver(
     name: String,
     mut stream: TcpStream,
     mut reader: FrameReader,
+    mut limits: Limits,
+    epoch: impl Fn() -> u64 + Send + 'static,
     mut handle: impl FnMut(&mut Vec<Message>) -> bool + Send + 'static,
     on_close: impl FnOnce(Option<WireError>) + Send + 'static,
 ) -> JoinHandle<()> {
     std::thread::Builder::new()
-        .name(name)
+        .name(name.clone())
         .spawn(move || {
             let mut batch = Vec::with_capacity(256);
             let result = loop {
+                limits.epoch = epoch();
                 loop {
-                    match reader.next_buffered() {
+                    match reader.next_buffered(&limits) {
                         Ok(Some(m)) => batch.push(m),
                         Ok(None) => break,
                         Err(e) => {
+                            tracing::error!("{name}: {e}; closing the connection");
                             let _ = stream.shutdown(std::net::Shutdown::Both);
                             if !batch.is_empty() {
                                 handle(&mut batch);
@@ -235,7 +230,7 @@ pub fn spawn_receiver(
                 }
                 match reader.fill(&mut stream) {
                     Ok(true) => {}
-                    Ok(false) => break None,
+                    Ok(false) => break reader.end_of_stream().err(),
                     Err(e) => break Some(e),
                 }
             };

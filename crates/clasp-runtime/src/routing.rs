@@ -1,22 +1,12 @@
 //! Where a record goes: the placement and key assignment of one epoch, flattened into tables
 //! that the scheduling engines of the planner and of every worker consult per record.
 
+pub use clasp_wire::runtime::RoutingPlan;
+
 use clasp_core::hash::key_group;
-use clasp_core::placement::{KeyAssignment, Placement, RouteTable};
+use clasp_core::placement::RouteTable;
 use clasp_core::rng::SplitMix64;
 use clasp_core::{OperatorId, Pipeline, WorkerId};
-use serde::{Deserialize, Serialize};
-
-/// A placement and key assignment, as broadcast by the planner.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RoutingPlan {
-    /// Increases with every new placement.
-    pub epoch: u64,
-    /// Shares and instances per operator.
-    pub placement: Placement,
-    /// Owners of key groups.
-    pub keys: KeyAssignment,
-}
 
 /// Routing tables of one epoch.
 #[derive(Clone, Debug)]

@@ -66,8 +66,7 @@ fn poke(addr: &str, bytes: &[u8]) -> Vec<u8> {
 }
 
 fn hello_then(frame_len: u32) -> Vec<u8> {
-    let mut b = Vec::new();
-    wire::write_preamble(&mut b).unwrap();
+    let mut b = wire::PROTOCOL.preamble().to_vec();
     let hello = Hello {
         role: Role::Worker,
         worker: Some(WorkerId(7)),
@@ -89,8 +88,7 @@ fn bad_peers_are_refused_and_the_cluster_keeps_running() {
         // Not the clasp protocol at all.
         poke(addr, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
         // The right magic with another protocol version: refused with a reason.
-        let mut v2 = Vec::new();
-        wire::write_preamble(&mut v2).unwrap();
+        let mut v2 = wire::PROTOCOL.preamble().to_vec();
         v2[8..12].copy_from_slice(&99u32.to_le_bytes());
         let back = poke(addr, &v2);
         assert!(String::from_utf8_lossy(&back).contains("protocol v99, this node v2"), "{addr}");

@@ -13,6 +13,7 @@
 //! comparable.
 
 use clasp_apps::reference::{self, Outcome};
+use clasp_core::sync::lock;
 use clasp_core::{Batch, Pipeline};
 use clasp_edge::EdgeError;
 use clasp_edge::cloud::{Cloud, CloudOptions, CloudReport};
@@ -26,7 +27,7 @@ use clasp_runtime::planner::SinkOutput;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Which WAN emulation to use.
@@ -170,7 +171,7 @@ pub struct CollectSink(pub Arc<Mutex<Outcome>>);
 
 impl SinkOutput for CollectSink {
     fn write(&mut self, name: &str, batch: &Batch) -> std::io::Result<()> {
-        let mut o = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut o = lock(&self.0);
         for r in batch.iter() {
             o.add_sink(name, r.key, r.value);
         }
@@ -301,7 +302,7 @@ impl<'a> Context<'a> {
                 (r, Some(w))
             }
         };
-        let mut outcome = sink.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut outcome = lock(&sink.0).clone();
         for s in &self.p.sinks {
             outcome.sinks.entry(s.name.clone()).or_default();
         }

@@ -62,8 +62,10 @@ impl Chains {
         self.open.len()
     }
 
-    /// Applies returned credit; returns how many chains completed.
-    pub fn settle(&mut self, returns: &[CreditReturn]) -> usize {
+    /// Applies credit returned by `now_ns`; returns how many chains completed. A completion
+    /// time after `now_ns` (another host's clock, or a bad peer) counts as `now_ns`: it also
+    /// picks the per-second slot, which must not run ahead of the run.
+    pub fn settle(&mut self, returns: &[CreditReturn], now_ns: u64) -> usize {
         let mut completed = 0;
         for r in returns {
             let Some(c) = self.open.get_mut(&r.chain) else {
@@ -71,7 +73,7 @@ impl Chains {
                 continue;
             };
             c.missing = c.missing.saturating_sub(r.credit);
-            c.latest_ns = c.latest_ns.max(r.done_ns);
+            c.latest_ns = c.latest_ns.max(r.done_ns.min(now_ns));
             if c.missing == 0 {
                 let c = self.open.remove(&r.chain).expect("present");
                 self.complete(c.start_ns, c.latest_ns);
@@ -110,13 +112,25 @@ mod tests {
         let id = c.open(1_000);
         let shares: Vec<u64> = split_credit(FULL_CREDIT, 3).collect();
         let ret = |credit, done_ns| CreditReturn { chain: id, credit, done_ns };
-        assert_eq!(c.settle(&[ret(shares[0], 5_000), ret(shares[1], 9_000)]), 0);
+        assert_eq!(c.settle(&[ret(shares[0], 5_000), ret(shares[1], 9_000)], 10_000), 0);
         assert_eq!(c.in_flight(), 1);
-        assert_eq!(c.settle(&[ret(shares[2], 3_000)]), 1);
+        assert_eq!(c.settle(&[ret(shares[2], 3_000)], 10_000), 1);
         assert_eq!((c.in_flight(), c.completed), (0, 1));
         // Latency is the latest completion minus the start: 8 µs.
         assert_eq!(c.total.max(), 8);
-        assert_eq!(c.settle(&[ret(1, 1)]), 0);
+        assert_eq!(c.settle(&[ret(1, 1)], 10_000), 0);
         assert_eq!(c.stray, 1);
+    }
+
+    #[test]
+    fn a_completion_time_from_the_future_counts_as_now() {
+        let mut c = Chains::new(0);
+        let id = c.open(1_000_000_000);
+        let now = 5_500_000_000;
+        let far = CreditReturn { chain: id, credit: FULL_CREDIT, done_ns: u64::MAX };
+        assert_eq!(c.settle(&[far], now), 1);
+        // Completed in second 5 of the run, 4.5 s after it started.
+        assert_eq!(c.per_second, [0, 0, 0, 0, 0, 1]);
+        assert!(c.total.equivalent(c.total.max(), 4_500_000));
     }
 }

@@ -11,7 +11,7 @@ use crate::request::Request;
 use clasp_core::OperatorId;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// A counter alone on its cache line.
@@ -88,7 +88,7 @@ impl Scheduler {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        clasp_core::sync::lock(&self.inner)
     }
 
     /// How many idle executors to wake for `queued` runnable requests.
@@ -235,7 +235,7 @@ impl Scheduler {
                 continue;
             }
             g.idle_executors += 1;
-            g = self.work.wait(g).unwrap_or_else(PoisonError::into_inner);
+            g = clasp_core::sync::wait(&self.work, g);
             g.idle_executors -= 1;
             flushed = false;
             slept = true;
@@ -296,7 +296,7 @@ impl Scheduler {
         self.paused.store(true, Ordering::SeqCst);
         let mut g = self.lock();
         while self.running_total() > 0 {
-            g = self.drained.wait(g).unwrap_or_else(PoisonError::into_inner);
+            g = clasp_core::sync::wait(&self.drained, g);
         }
     }
 

@@ -6,12 +6,13 @@ use super::{config, placement_of, threads, unthrottled};
 use clasp_apps::inputs::SourceLines;
 use clasp_apps::reference::Outcome;
 use clasp_core::placement::Placement;
+use clasp_core::sync::lock;
 use clasp_core::{Batch, Pipeline};
 use clasp_runtime::cluster::{Cluster, contiguous_keys, spread};
 use clasp_runtime::planner::SinkOutput;
 use clasp_runtime::planner::stats::RunSummary;
 use clasp_runtime::routing::RoutingPlan;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 /// Executor slots per worker.
 pub const SLOTS: u32 = 4;
@@ -24,7 +25,7 @@ struct Collect(Received);
 
 impl SinkOutput for Collect {
     fn write(&mut self, name: &str, batch: &Batch) -> std::io::Result<()> {
-        let mut v = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut v = lock(&self.0);
         v.extend(batch.iter().map(|r| (name.to_owned(), r.key.to_vec(), r.value.to_vec())));
         Ok(())
     }
@@ -128,7 +129,7 @@ pub fn run_app(p: &Pipeline, inputs: &[SourceLines], layout: Layout, opts: RunOp
     for o in p.operators.iter().filter(|o| o.stateful) {
         outcome.state.entry(o.name.clone()).or_default();
     }
-    for (sink, key, value) in received.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+    for (sink, key, value) in lock(&received).iter() {
         outcome.add_sink(sink, key, value);
     }
     for line in String::from_utf8(dump).expect("state dumps are UTF-8").lines() {

@@ -379,8 +379,9 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     if args.slots == 0 {
         bail!("--slots must be at least 1");
     }
-    if args.key_groups == 0 {
-        bail!("--key-groups must be at least 1");
+    let most = clasp_runtime::wire::MAX_KEY_GROUPS;
+    if args.key_groups == 0 || args.key_groups > most {
+        bail!("--key-groups {} must be between 1 and {most}", args.key_groups);
     }
     if let Some(r) = args.rescale_at.iter().find(|r| r.workers > args.max_workers) {
         bail!(

@@ -1,0 +1,47 @@
+//! How the cloud side runs.
+
+use crate::cut::Mode;
+use crate::input::InputSpec;
+use std::time::Duration;
+
+/// How to run the cloud side.
+#[derive(Clone, Debug)]
+pub struct CloudOptions {
+    /// Where devices join (`HOST:PORT`; port 0 picks one).
+    pub listen: String,
+    /// The cut or everything in the cloud (devices must use the same).
+    pub mode: Mode,
+    /// Runtime workers.
+    pub workers: usize,
+    /// Executor slots per worker.
+    pub slots: u32,
+    /// Records per input request.
+    pub batch_size: u32,
+    /// How long devices have to join.
+    pub join_timeout: Duration,
+    /// A connector input sends what it has when nothing arrived for this long.
+    pub idle: Duration,
+    /// Raw data of the sources held in the cloud.
+    pub inputs: Vec<(String, InputSpec)>,
+    /// Replay speed of those sources (0: as fast as possible).
+    pub speed: f64,
+    /// Collect the keyed state of every stateful operator at the end.
+    pub dump_state: bool,
+}
+
+impl Default for CloudOptions {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:0".into(),
+            mode: Mode::Cut,
+            workers: 2,
+            slots: 4,
+            batch_size: 64,
+            join_timeout: Duration::from_secs(60),
+            idle: Duration::from_millis(2),
+            inputs: Vec::new(),
+            speed: 0.0,
+            dump_state: false,
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! The planner's control: routing installs and migrations, the run loop with its progress
+//! intervals and the scaling hook, and the run's summary and observed statistics.
+
+use super::chains::Chains;
+use super::dispatch::spawn_dispatcher;
+use super::ingress::{Input, Queued, spawn_ingress};
+use super::membership::Event;
+use super::stall::StallWatch;
+use super::{Planner, PlannerError, stats};
+use crate::migration::{self, MigrationDone};
+use crate::routing::{Routing, RoutingPlan};
+use crate::wire::Message;
+use crate::worker::executor::now_ns;
+use clasp_core::WorkerId;
+use clasp_core::sync::{lock, write};
+use crossbeam_channel::RecvTimeoutError;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One interval of a run, for live progress.
+#[derive(Clone, Debug, Default)]
+pub struct Progress {
+    /// Seconds since the run started.
+    pub t: f64,
+    /// Input requests per second entering the planner queue.
+    pub input_rate: f64,
+    /// Records per second entering it.
+    pub input_records: f64,
+    /// Chains completed per second.
+    pub throughput: f64,
+    /// Median latency of chains completed in the interval (µs).
+    pub p50_us: u64,
+    /// 95th percentile (µs).
+    pub p95_us: u64,
+    /// Planner queue size.
+    pub planner_queue: usize,
+    /// Queue size of each worker (last report).
+    pub worker_queues: Vec<u64>,
+    /// Local chained requests per second (all workers).
+    pub local_rate: f64,
+    /// Remote chained requests per second.
+    pub remote_rate: f64,
+    /// Workers in the placement.
+    pub workers: u32,
+    /// Chains in flight.
+    pub in_flight: usize,
+    /// Input requests since the start.
+    pub requests: u64,
+    /// Interval length (s).
+    pub interval_s: f64,
+}
+
+impl Planner {
+    /// Handles one event from the receiver threads.
+    pub(super) fn handle_event(&mut self, e: Event) -> Result<(), PlannerError> {
+        match e {
+            Event::Joined(w) => tracing::info!("worker {w} joined"),
+            Event::Mesh(w, peers) => {
+                if let Some(Some(s)) = lock(&self.shared.workers).get_mut(w.index()) {
+                    s.peers = peers;
+                }
+            }
+            Event::Report(r) => self.reports.push(self.origin.elapsed().as_secs_f64(), *r),
+            Event::Lost(w, reason) => {
+                let addr = lock(&self.shared.workers)
+                    .get(w.index())
+                    .and_then(Option::as_ref)
+                    .map_or_else(String::new, |s| format!("{}, pid {}", s.addr, s.pid));
+                return Err(PlannerError::WorkerLost { worker: w, addr, reason });
+            }
+            Event::MigrationDone(d) => {
+                tracing::warn!("unexpected migration report from {}", d.worker)
+            }
+            Event::StateLines(..) | Event::StateDone(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Makes `plan` the routing of the planner and every worker, without moving anything (for
+    /// the first placement, when no state exists yet).
+    pub fn install(&self, plan: RoutingPlan) -> Result<(), PlannerError> {
+        self.check_groups(&plan)?;
+        *write(&self.shared.routing) = Arc::new(Routing::new(&self.shared.pipeline, plan.clone()));
+        for w in self.workers() {
+            self.shared.send(w, Message::Install(Box::new(plan.clone())));
+        }
+        Ok(())
+    }
+
+    fn check_groups(&self, plan: &RoutingPlan) -> Result<(), PlannerError> {
+        let cluster = self.shared.config.settings.key_groups;
+        if plan.keys.groups == cluster {
+            Ok(())
+        } else {
+            Err(PlannerError::KeyGroups { plan: plan.keys.groups, cluster })
+        }
+    }
+
+    /// Moves to a new placement by the migration protocol and waits for every worker involved
+    /// (see [`crate::migration`]). Workers of the new placement must have joined.
+    pub fn migrate(
+        &mut self,
+        plan: RoutingPlan,
+        parts: &clasp_core::placement::MigrationPlan,
+    ) -> Result<stats::MigrationRecord, PlannerError> {
+        self.check_groups(&plan)?;
+        let issued = Instant::now();
+        let epoch = plan.epoch;
+        let involved: Vec<WorkerId> = parts.workers.iter().map(|p| p.worker).collect();
+        *write(&self.shared.routing) = Arc::new(Routing::new(&self.shared.pipeline, plan.clone()));
+        for part in &parts.workers {
+            let order =
+                migration::MigrationOrder { epoch, routing: plan.clone(), part: part.clone() };
+            self.shared.send(part.worker, Message::Migrate(Box::new(order)));
+        }
+        for w in self.workers() {
+            if !involved.contains(&w) {
+                self.shared.send(w, Message::Install(Box::new(plan.clone())));
+            }
+        }
+        let mut done: Vec<MigrationDone> = Vec::new();
+        while done.len() < involved.len() {
+            match self.events.recv_timeout(Duration::from_secs(90)) {
+                Ok(Event::MigrationDone(d)) if d.epoch == epoch => {
+                    if let Some(reason) = &d.error {
+                        return Err(PlannerError::Migration {
+                            epoch,
+                            reason: format!("worker {}: {reason}", d.worker),
+                        });
+                    }
+                    done.push(d);
+                }
+                Ok(other) => self.handle_event(other)?,
+                Err(_) => {
+                    return Err(PlannerError::Migration {
+                        epoch,
+                        reason: "no completion from every worker within 90 s".into(),
+                    });
+                }
+            }
+        }
+        let record = stats::MigrationRecord::new(
+            self.origin.elapsed().as_secs_f64(),
+            epoch,
+            issued.elapsed(),
+            parts.moved_groups() as u64,
+            done,
+        );
+        self.migrations.push(record.clone());
+        Ok(record)
+    }
+
+    /// Runs the inputs through the cluster until they are exhausted and every chain completed,
+    /// or `duration` passed. `progress` is called every interval; `control` may change the
+    /// placement between intervals (the scaling controller).
+    pub fn run(
+        &mut self,
+        inputs: Vec<Input>,
+        duration: Option<Duration>,
+        mut progress: impl FnMut(&Progress),
+        mut control: impl FnMut(&mut Planner, &Progress) -> Result<(), PlannerError>,
+    ) -> Result<stats::RunSummary, PlannerError> {
+        let started = Instant::now();
+        self.origin = started;
+        self.origin_ns = now_ns();
+        *lock(&self.shared.chains) = Chains::new(self.origin_ns);
+        let (queue_tx, queue_rx) =
+            crossbeam_channel::bounded::<Queued>(self.shared.config.queue_capacity);
+        let stop = Arc::new(AtomicBool::new(false));
+        let input_errors: Arc<Mutex<Option<PlannerError>>> = Arc::default();
+        let ingress: Vec<_> = inputs
+            .into_iter()
+            .map(|input| {
+                spawn_ingress(
+                    self.shared.clone(),
+                    input,
+                    queue_tx.clone(),
+                    stop.clone(),
+                    self.inputs.clone(),
+                    started,
+                    input_errors.clone(),
+                )
+            })
+            .collect();
+        drop(queue_tx);
+        let queue_probe = queue_rx.clone();
+        let dispatcher = spawn_dispatcher(self.shared.clone(), queue_rx);
+        let interval = Duration::from_millis(self.shared.config.settings.interval_ms.max(10));
+        let mut next_tick = started + interval;
+        let mut last_tick = started;
+        let mut last_requests = 0;
+        let mut last_records = 0;
+        let mut last_completed = 0;
+        let mut stall = StallWatch::default();
+        loop {
+            let now = Instant::now();
+            if now >= next_tick {
+                let elapsed = now.duration_since(last_tick);
+                last_tick = now;
+                let p = self.progress(
+                    started,
+                    elapsed,
+                    queue_probe.len(),
+                    &mut last_requests,
+                    &mut last_records,
+                    &mut last_completed,
+                );
+                progress(&p);
+                control(self, &p)?;
+                // Ticks missed during a long step (a migration) are skipped, not caught up.
+                next_tick = Instant::now() + interval;
+            }
+            if duration.is_some_and(|d| started.elapsed() >= d) {
+                stop.store(true, Ordering::Release);
+            }
+            let inputs_done = ingress.iter().all(|h| h.is_finished());
+            let (in_flight, completed) = {
+                let c = lock(&self.shared.chains);
+                (c.in_flight(), c.completed)
+            };
+            let drained = inputs_done && dispatcher.is_finished();
+            if drained && in_flight == 0 {
+                break;
+            }
+            if let Some(secs) = stall.stalled(drained, completed) {
+                stop.store(true, Ordering::Release);
+                return Err(PlannerError::Stalled { in_flight, secs });
+            }
+            let wait =
+                next_tick.saturating_duration_since(Instant::now()).min(Duration::from_millis(20));
+            match self.events.recv_timeout(wait) {
+                Ok(e) => {
+                    if let Err(err) = self.handle_event(e) {
+                        stop.store(true, Ordering::Release);
+                        self.shared.chains_done.notify_all();
+                        return Err(err);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => unreachable!("the planner holds a sender"),
+            }
+        }
+        for h in ingress {
+            let _ = h.join();
+        }
+        let _ = dispatcher.join();
+        self.final_reports()?;
+        // Every chain completed, so every sink record has arrived (workers send a chain's
+        // records before its credit).
+        if let Err(e) = lock(&self.shared.sink).flush() {
+            lock(&self.shared.sink_error).get_or_insert(e);
+        }
+        if let Some(e) = lock(&input_errors).take() {
+            return Err(e);
+        }
+        if let Some(error) = lock(&self.shared.sink_error).take() {
+            return Err(PlannerError::Output { what: "sink records".into(), error });
+        }
+        Ok(self.summary(started.elapsed()))
+    }
+
+    /// Asks every worker for the metrics of its current interval and waits for them, so the
+    /// summary covers the whole run.
+    fn final_reports(&mut self) -> Result<(), PlannerError> {
+        self.report_seq += 1;
+        let seq = self.report_seq;
+        let mut waiting = self.workers();
+        for &w in &waiting {
+            self.shared.send(w, Message::ReportNow(seq));
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !waiting.is_empty() {
+            match self.events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(Event::Report(r)) => {
+                    if r.requested == seq {
+                        waiting.retain(|w| *w != r.worker);
+                    }
+                    self.reports.push(self.origin.elapsed().as_secs_f64(), *r);
+                }
+                Ok(other) => self.handle_event(other)?,
+                Err(_) => {
+                    return Err(PlannerError::Timeout {
+                        what: format!("final reports of {waiting:?}"),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn progress(
+        &mut self,
+        started: Instant,
+        interval: Duration,
+        planner_queue: usize,
+        last_requests: &mut u64,
+        last_records: &mut u64,
+        last_completed: &mut u64,
+    ) -> Progress {
+        let secs = interval.as_secs_f64();
+        let requests = self.inputs.requests.load(Ordering::Relaxed);
+        let records = self.inputs.records.load(Ordering::Relaxed);
+        let (completed, hist, in_flight) = {
+            let mut c = lock(&self.shared.chains);
+            (c.completed, c.take_interval(), c.in_flight())
+        };
+        let latest = self.reports.latest_per_worker();
+        let p = Progress {
+            t: started.elapsed().as_secs_f64(),
+            input_rate: (requests - *last_requests) as f64 / secs,
+            input_records: (records - *last_records) as f64 / secs,
+            throughput: (completed - *last_completed) as f64 / secs,
+            p50_us: hist.value_at_quantile(0.5),
+            p95_us: hist.value_at_quantile(0.95),
+            planner_queue,
+            worker_queues: latest.iter().map(|r| r.queue_now).collect(),
+            local_rate: latest.iter().map(|r| r.local as f64 / r.interval_s).sum(),
+            remote_rate: latest.iter().map(|r| r.remote as f64 / r.interval_s).sum(),
+            workers: self.shared.routing().workers(),
+            in_flight,
+            requests,
+            interval_s: secs,
+        };
+        *last_requests = requests;
+        *last_records = records;
+        *last_completed = completed;
+        p
+    }
+
+    fn summary(&self, elapsed: Duration) -> stats::RunSummary {
+        let c = lock(&self.shared.chains);
+        stats::RunSummary::new(
+            &self.shared.pipeline,
+            elapsed.as_secs_f64(),
+            self.inputs.requests.load(Ordering::Relaxed),
+            self.inputs.records.load(Ordering::Relaxed),
+            &c,
+            self.shared.sink_records.load(Ordering::Relaxed),
+            &self.reports,
+            &self.migrations,
+        )
+    }
+
+    /// Observed statistics over the last `window_s` seconds of reports.
+    pub fn observed(&self, window_s: f64) -> clasp_core::stats::ObservedStats {
+        let now = self.origin.elapsed().as_secs_f64();
+        let per_second = lock(&self.inputs.per_second).clone();
+        let completed = lock(&self.shared.chains).per_second.clone();
+        stats::observe(
+            &self.shared.pipeline,
+            &self.reports,
+            now,
+            window_s,
+            &per_second,
+            &completed,
+            self.shared.config.batch_size,
+            self.shared.routing().workers(),
+        )
+    }
+}

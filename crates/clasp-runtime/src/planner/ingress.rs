@@ -1,0 +1,134 @@
+//! The inputs: one thread per source reads its records into input requests, paced by the
+//! source's rate, into the planner's incoming queue.
+
+use super::{PlannerError, Shared};
+use crate::source::{Pacer, RateFn};
+use clasp_core::Batch;
+use clasp_core::SourceId;
+use clasp_core::input::{InputRecord, LineSource, Next};
+use clasp_core::sync::lock;
+use crossbeam_channel::Sender;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Counts of what entered the planner.
+#[derive(Debug, Default)]
+pub struct InputCounters {
+    /// Input requests queued.
+    pub requests: AtomicU64,
+    /// Records in them.
+    pub records: AtomicU64,
+    /// Requests queued per second since the start.
+    pub per_second: Mutex<Vec<u64>>,
+}
+
+/// One input of a run.
+pub struct Input {
+    /// The source it feeds.
+    pub source: SourceId,
+    /// Its records.
+    pub reader: Box<dyn LineSource>,
+    /// How fast (requests/s over time).
+    pub rate: RateFn,
+}
+
+impl std::fmt::Debug for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Input").field("source", &self.source).finish_non_exhaustive()
+    }
+}
+
+/// A request waiting in the planner's incoming queue.
+pub(super) struct Queued {
+    pub(super) source: SourceId,
+    pub(super) batch: Batch,
+    /// When the oldest record's chain started, if before the planner read it.
+    pub(super) origin_ns: Option<u64>,
+}
+
+pub(super) fn spawn_ingress(
+    shared: Arc<Shared>,
+    mut input: Input,
+    queue: Sender<Queued>,
+    stop: Arc<AtomicBool>,
+    counters: Arc<InputCounters>,
+    started: Instant,
+    errors: Arc<Mutex<Option<PlannerError>>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(format!("planner-ingress-{}", input.source))
+        .spawn(move || {
+            let source = &shared.pipeline.sources[input.source.index()];
+            let batch_size = shared.config.batch_size.max(1) as usize;
+            let mut pacer = Pacer::new(std::mem::replace(&mut input.rate, Box::new(|_| None)));
+            let mut rec = InputRecord::default();
+            loop {
+                let mut batch = Batch::with_capacity(batch_size, batch_size * 64);
+                let mut origin_ns: Option<u64> = None;
+                while batch.len() < batch_size {
+                    match input.reader.next_record(&mut rec) {
+                        Ok(Next::Record) => {
+                            let key =
+                                if rec.keyed { &rec.key[..] } else { source.key_of(&rec.value) };
+                            batch.push(key, &rec.value);
+                            if let Some(o) = rec.origin_ns {
+                                origin_ns = Some(origin_ns.map_or(o, |m| m.min(o)));
+                            }
+                        }
+                        Ok(Next::Idle) if batch.is_empty() => {
+                            if stop.load(Ordering::Acquire) {
+                                return;
+                            }
+                        }
+                        Ok(Next::Idle | Next::End) => break,
+                        Err(e) => {
+                            lock(&errors).get_or_insert(PlannerError::Input {
+                                source_name: source.name.clone(),
+                                error: e.to_string(),
+                            });
+                            return;
+                        }
+                    }
+                }
+                if batch.is_empty() {
+                    return;
+                }
+                loop {
+                    if stop.load(Ordering::Acquire) {
+                        return;
+                    }
+                    let wait = pacer.wait(started.elapsed().as_secs_f64());
+                    if wait <= 0.0 {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_secs_f64(wait.min(0.05)));
+                }
+                pacer.take();
+                let n = batch.len() as u64;
+                let mut item = Queued { source: input.source, batch, origin_ns };
+                // A full queue holds the source back (unthrottled input retries).
+                loop {
+                    match queue.send_timeout(item, Duration::from_millis(50)) {
+                        Ok(()) => break,
+                        Err(crossbeam_channel::SendTimeoutError::Timeout(back)) => {
+                            if stop.load(Ordering::Acquire) {
+                                return;
+                            }
+                            item = back;
+                        }
+                        Err(crossbeam_channel::SendTimeoutError::Disconnected(_)) => return,
+                    }
+                }
+                counters.requests.fetch_add(1, Ordering::Relaxed);
+                counters.records.fetch_add(n, Ordering::Relaxed);
+                let second = started.elapsed().as_secs() as usize;
+                let mut ps = lock(&counters.per_second);
+                if ps.len() <= second {
+                    ps.resize(second + 1, 0);
+                }
+                ps[second] += 1;
+            }
+        })
+        .expect("spawn ingress")
+}

@@ -1,0 +1,47 @@
+//! Where the records reaching the pipeline's sinks go.
+
+use clasp_core::Batch;
+use std::io::Write;
+
+/// Where sink records go.
+pub trait SinkOutput: Send {
+    /// Records `batch` reaching sink `sink` (named `name`).
+    fn write(&mut self, name: &str, batch: &Batch) -> std::io::Result<()>;
+
+    /// Writes out anything buffered; called when a run ends.
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes sink records as JSON lines `{"sink":…,"key":…,"value":…}`.
+#[derive(Debug)]
+pub struct JsonLinesSink<W: Write + Send>(pub W);
+
+impl<W: Write + Send> SinkOutput for JsonLinesSink<W> {
+    fn write(&mut self, name: &str, batch: &Batch) -> std::io::Result<()> {
+        let sink = serde_json::to_string(name).map_err(std::io::Error::other)?;
+        for r in batch.iter() {
+            let key = serde_json::to_string(&clasp_core::state::key_to_text(r.key))
+                .map_err(std::io::Error::other)?;
+            let value = serde_json::to_string(&clasp_core::state::key_to_text(r.value))
+                .map_err(std::io::Error::other)?;
+            writeln!(self.0, "{{\"sink\":{sink},\"key\":{key},\"value\":{value}}}")?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Counts sink records and discards them.
+#[derive(Debug, Default)]
+pub struct DiscardSink;
+
+impl SinkOutput for DiscardSink {
+    fn write(&mut self, _: &str, _: &Batch) -> std::io::Result<()> {
+        Ok(())
+    }
+}

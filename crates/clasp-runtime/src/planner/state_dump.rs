@@ -1,0 +1,46 @@
+//! Collecting the workers' keyed state.
+
+use super::membership::Event;
+use super::{Planner, PlannerError};
+use crate::wire::Message;
+use clasp_core::{OperatorId, WorkerId};
+use std::io::Write;
+use std::time::Duration;
+
+impl Planner {
+    /// Collects every worker's keyed state: `(worker, operator, JSON line)` per key.
+    pub fn collect_state(&mut self) -> Result<Vec<(WorkerId, OperatorId, Vec<u8>)>, PlannerError> {
+        let workers = self.workers();
+        for &w in &workers {
+            self.shared.send(w, Message::DumpState);
+        }
+        let mut lines = Vec::new();
+        let mut done = 0;
+        while done < workers.len() {
+            match self.events.recv_timeout(Duration::from_secs(60)) {
+                Ok(Event::StateLines(w, op, text)) => lines.extend(
+                    text.split(|b| *b == b'\n')
+                        .filter(|l| !l.is_empty())
+                        .map(|l| (w, op, l.to_vec())),
+                ),
+                Ok(Event::StateDone(_)) => done += 1,
+                Ok(other) => self.handle_event(other)?,
+                Err(_) => return Err(PlannerError::Timeout { what: "state dumps".into() }),
+            }
+        }
+        Ok(lines)
+    }
+
+    /// Writes every worker's keyed state as JSON lines, by operator (pipeline order), each
+    /// operator's lines sorted.
+    pub fn dump_state(&mut self, out: &mut dyn Write) -> Result<usize, PlannerError> {
+        let mut lines = self.collect_state()?;
+        lines.sort_unstable_by(|a, b| (a.1, &a.2).cmp(&(b.1, &b.2)));
+        for (_, _, l) in &lines {
+            out.write_all(l)
+                .and_then(|()| out.write_all(b"\n"))
+                .map_err(|error| PlannerError::Output { what: "state dump".into(), error })?;
+        }
+        Ok(lines.len())
+    }
+}

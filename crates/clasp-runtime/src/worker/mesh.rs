@@ -1,0 +1,198 @@
+//! Links to the peers: the planner and every other worker, one connection each, with the
+//! threads that receive from them and the acceptor of peer connections.
+
+use super::WorkerShared;
+use super::control::Control;
+use crate::net::{self, Link};
+use crate::wire::{FrameReader, Hello, Limits, Message, Role};
+use clasp_core::WorkerId;
+use clasp_core::rng::SplitMix64;
+use clasp_core::sync::{lock, read, write};
+use crossbeam_channel::Sender;
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+impl WorkerShared {
+    /// The link to `w`, created (pending its connection) if new.
+    pub(super) fn ensure_link(&self, w: WorkerId) -> Link {
+        let mut peers = write(&self.peers);
+        if peers.len() <= w.index() {
+            peers.resize(w.index() + 1, None);
+        }
+        if let Some(l) = &peers[w.index()] {
+            return l.clone();
+        }
+        let (link, rx) = Link::pending();
+        peers[w.index()] = Some(link.clone());
+        lock(&self.pending_peers).insert(w, rx);
+        link
+    }
+
+    pub(super) fn drop_link(&self, w: WorkerId) {
+        if let Some(slot) = write(&self.peers).get_mut(w.index()) {
+            *slot = None;
+        }
+        lock(&self.pending_peers).remove(&w);
+    }
+}
+
+/// Reads one connection (the planner's when `peer` is `None`).
+pub(super) fn spawn_peer_receiver(
+    shared: &Arc<WorkerShared>,
+    peer: Option<WorkerId>,
+    stream: TcpStream,
+    reader: FrameReader,
+    control: Sender<Control>,
+) {
+    let s = shared.clone();
+    let mut rng = SplitMix64::derive(shared.settings.seed, u64::from(shared.me.0) << 16 | 0xfeed);
+    let name = match peer {
+        Some(p) => format!("w{}-from-{p}", shared.me),
+        None => format!("w{}-from-planner", shared.me),
+    };
+    let control_close = control.clone();
+    let stopping = shared.clone();
+    let limits = Limits::new(&shared.pipeline, shared.settings.key_groups, 0);
+    let epoch = shared.clone();
+    net::spawn_receiver(
+        name,
+        stream,
+        reader,
+        limits,
+        move || epoch.epoch.load(Ordering::Acquire),
+        move |batch| {
+            let mut reqs = Vec::new();
+            for m in batch.drain(..) {
+                match m {
+                    Message::Request(r) => reqs.push(r),
+                    Message::Requests(rs) => reqs.extend(rs),
+                    Message::MigrationData(d) => {
+                        let _ = control.send(Control::Data(d));
+                    }
+                    Message::Shutdown if peer.is_some() => return false,
+                    other => {
+                        if peer.is_none() {
+                            let _ = control.send(Control::Planner(other));
+                        } else {
+                            tracing::warn!(
+                                "worker {}: unexpected {} from a peer",
+                                s.me,
+                                other.name()
+                            );
+                        }
+                    }
+                }
+            }
+            if !reqs.is_empty() {
+                s.admit(reqs, &mut rng);
+            }
+            true
+        },
+        move |why| {
+            if stopping.stopping.load(Ordering::Acquire) {
+                return;
+            }
+            let reason = why.map_or_else(|| "connection closed".to_owned(), |e| e.to_string());
+            let _ = control_close.send(match peer {
+                Some(p) => Control::PeerDown(p, reason),
+                None => Control::PlannerDown(reason),
+            });
+        },
+    );
+}
+
+/// Starts the sending thread of an established peer connection.
+fn attach_peer(
+    shared: &Arc<WorkerShared>,
+    w: WorkerId,
+    stream: TcpStream,
+    reader: FrameReader,
+    control: &Sender<Control>,
+) {
+    let link = shared.ensure_link(w);
+    let Some(rx) = lock(&shared.pending_peers).remove(&w) else {
+        tracing::warn!("worker {}: second connection from {w} ignored", shared.me);
+        return;
+    };
+    let send = match stream.try_clone() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!("worker {}: cannot use connection to {w}: {e}", shared.me);
+            return;
+        }
+    };
+    let flush = Duration::ZERO;
+    net::spawn_sender(format!("w{}-to-{w}", shared.me), send, rx, link.counters.clone(), flush);
+    spawn_peer_receiver(shared, Some(w), stream, reader, control.clone());
+    let _ = control.send(Control::PeerUp(w));
+}
+
+/// Connects to peer `w` at `addr` in the background (the worker with the higher id connects).
+pub(super) fn connect_peer(
+    shared: Arc<WorkerShared>,
+    w: WorkerId,
+    addr: String,
+    control: Sender<Control>,
+) {
+    std::thread::spawn(move || {
+        let hello = Hello {
+            role: Role::Worker,
+            worker: Some(shared.me),
+            slots: shared.counters.len() as u32,
+            listen: String::new(),
+            pid: std::process::id(),
+        };
+        match net::connect(&addr, &hello, shared.settings.max_frame) {
+            Ok((stream, reader)) => attach_peer(&shared, w, stream, reader, &control),
+            Err(e) => {
+                let _ = control.send(Control::PeerDown(w, e.to_string()));
+            }
+        }
+    });
+}
+
+/// Accepts peer connections; each handshake runs on its own thread.
+pub(super) fn spawn_acceptor(
+    shared: Arc<WorkerShared>,
+    listener: TcpListener,
+    control: Sender<Control>,
+) {
+    std::thread::Builder::new()
+        .name(format!("w{}-accept", shared.me))
+        .spawn(move || {
+            for stream in listener.incoming() {
+                if shared.stopping.load(Ordering::Acquire) {
+                    return;
+                }
+                let Ok(mut stream) = stream else { continue };
+                let (shared, control) = (shared.clone(), control.clone());
+                // Handshakes run off the accept loop so a silent peer cannot block it.
+                std::thread::spawn(move || match net::accept(&mut stream, shared.settings.max_frame) {
+                    Ok((hello, reader)) => match (hello.role, hello.worker) {
+                        (Role::Worker, Some(w)) if w != shared.me => {
+                            attach_peer(&shared, w, stream, reader, &control);
+                        }
+                        _ => tracing::error!(
+                            "worker {}: refused a connection that is not from a peer worker ({hello:?})",
+                            shared.me
+                        ),
+                    },
+                    Err(e) => tracing::error!("worker {}: rejected connection: {e}", shared.me),
+                });
+            }
+        })
+        .expect("spawn acceptor");
+}
+
+/// Peers whose connection is up.
+pub(super) fn connected_peers(shared: &WorkerShared) -> Vec<WorkerId> {
+    let pending = lock(&shared.pending_peers);
+    read(&shared.peers)
+        .iter()
+        .enumerate()
+        .filter(|(w, l)| l.is_some() && !pending.contains_key(&WorkerId::from(*w)))
+        .map(|(w, _)| WorkerId::from(w))
+        .collect()
+}

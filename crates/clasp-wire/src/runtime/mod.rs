@@ -1,0 +1,261 @@
+//! The protocol between the runtime's nodes: a planner and its workers.
+//!
+//! Every connection starts with [`PROTOCOL`]'s preamble; the connecting side then sends a
+//! [`Hello`], and the frames that follow carry [`Message`]s. Receivers check every decoded
+//! message against their [`Limits`] before using its ids.
+
+mod limits;
+mod migration;
+mod request;
+mod routing;
+
+pub use limits::Limits;
+pub use migration::{MigrationData, MigrationDone, MigrationOrder, StateGroup};
+pub use request::Request;
+pub use routing::RoutingPlan;
+
+use crate::frame::Protocol;
+use clasp_core::pipeline::ServiceMode;
+use clasp_core::{Batch, OperatorId, Pipeline, SinkId, WorkerId};
+use serde::{Deserialize, Serialize};
+
+/// The runtime protocol: its version is bumped on every incompatible change of [`Message`].
+pub const PROTOCOL: Protocol = Protocol {
+    name: "clasp",
+    magic: *b"CLASP\x00\r\n",
+    version: 2,
+    on_mismatch: "connection refused",
+};
+
+/// Most workers a cluster may have: worker ids are below it (it also sizes the destination
+/// bitsets of the metrics).
+pub const MAX_WORKERS: u32 = 4096;
+
+/// Most key groups per keyed operator a worker accepts (each is a lock and a table).
+pub const MAX_KEY_GROUPS: u32 = 1 << 20;
+
+/// How many epochs a request or a migration message may be ahead of its receiver's routing.
+/// A peer is ahead by the installs this node has not read yet, a handful at most; an epoch
+/// beyond this is not from a live cluster, and would be held forever.
+pub const EPOCH_LOOKAHEAD: u64 = 1024;
+
+/// What a node is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// The central node.
+    Planner,
+    /// A worker node.
+    Worker,
+}
+
+/// Sent first on every connection, after the preamble.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    /// Sender's role.
+    pub role: Role,
+    /// Sender's worker id (a joining worker may ask for one; the planner assigns it).
+    pub worker: Option<WorkerId>,
+    /// Executor slots the sender offers.
+    pub slots: u32,
+    /// Address the sender accepts peer connections on.
+    pub listen: String,
+    /// Operating-system process id, for logs.
+    pub pid: u32,
+}
+
+/// Settings a worker receives when it joins.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerSettings {
+    /// Records per chained request.
+    pub batch_size: u32,
+    /// Key groups of every keyed operator (fixed for the cluster's lifetime).
+    pub key_groups: u32,
+    /// Metrics interval (ms).
+    pub interval_ms: u64,
+    /// How long an executor may hold chained requests for another worker to batch them per
+    /// destination (µs); 0 sends each one at once.
+    pub flush_deadline_us: u64,
+    /// Largest frame accepted.
+    pub max_frame: u32,
+    /// Seed for routing draws.
+    pub seed: u64,
+    /// Emulated dispatch costs, spent by the sending executor on top of the real cost.
+    pub dispatch_cost: Option<DispatchCost>,
+    /// Saturation thresholds: mean queue size and mean queue wait (ms).
+    pub saturation_queue: f64,
+    /// See `saturation_queue`.
+    pub saturation_wait_ms: f64,
+}
+
+/// Emulated chained-request costs (to run the paper's cost regime on this runtime): µs per
+/// local and per remote chained request, and µs per distinct remote destination per second.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DispatchCost {
+    /// α: per local chained request (µs).
+    pub local_us: f64,
+    /// β: per remote chained request (µs).
+    pub remote_us: f64,
+    /// γ: per distinct remote worker reached, once per second (µs).
+    pub fanout_us: f64,
+    /// Spin (uses a core) or sleep (holds the executor only).
+    pub mode: ServiceMode,
+}
+
+impl DispatchCost {
+    /// Parses `local=US,remote=US,fanout=US[:spin|:sleep]` (missing terms are 0).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let (terms, mode) = match s.rsplit_once(':') {
+            Some((t, "spin")) => (t, ServiceMode::Spin),
+            Some((t, "sleep")) => (t, ServiceMode::Sleep),
+            Some((_, m)) => return Err(format!("`{m}` is not spin or sleep")),
+            None => (s, ServiceMode::Sleep),
+        };
+        let mut c = Self { local_us: 0.0, remote_us: 0.0, fanout_us: 0.0, mode };
+        for term in terms.split(',').filter(|t| !t.trim().is_empty()) {
+            let (k, v) = term
+                .split_once('=')
+                .ok_or_else(|| format!("`{term}`: expected NAME=MICROSECONDS"))?;
+            let v: f64 =
+                v.trim().parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0).ok_or_else(
+                    || format!("`{term}`: `{v}` is not a number of microseconds >= 0"),
+                )?;
+            match k.trim() {
+                "local" => c.local_us = v,
+                "remote" => c.remote_us = v,
+                "fanout" => c.fanout_us = v,
+                other => return Err(format!("`{other}` is not local, remote or fanout")),
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// The planner's answer to a joining worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Welcome {
+    /// The id assigned.
+    pub worker: WorkerId,
+    /// The pipeline, with any command-line overrides applied.
+    #[serde(with = "pipeline_as_json")]
+    pub pipeline: Pipeline,
+    /// Settings.
+    pub settings: WorkerSettings,
+    /// Workers already in the cluster and their addresses.
+    pub peers: Vec<(WorkerId, String)>,
+    /// The current routing, if the pipeline is already placed.
+    pub routing: Option<RoutingPlan>,
+}
+
+/// The pipeline travels as JSON text inside the frame: operators' `params` are free-form JSON
+/// values, which postcard (not self-describing) can encode but never decode.
+mod pipeline_as_json {
+    use clasp_core::Pipeline;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(p: &Pipeline, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&serde_json::to_string(p).map_err(serde::ser::Error::custom)?)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Pipeline, D::Error> {
+        serde_json::from_str(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Credit returned by finished leaf requests of one chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreditReturn {
+    /// The chain.
+    pub chain: u64,
+    /// Credit returned.
+    pub credit: u64,
+    /// Latest completion time among the returning requests (ns since the Unix epoch).
+    pub done_ns: u64,
+}
+
+/// Everything nodes say to each other.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Message {
+    /// First frame on every connection.
+    Hello(Hello),
+    /// The receiver refuses the connection, and why.
+    Reject(String),
+    /// Planner → joining worker.
+    Welcome(Box<Welcome>),
+    /// Planner → workers: a worker joined; the one with the higher id connects.
+    PeerJoined {
+        /// The new worker.
+        worker: WorkerId,
+        /// Its peer address.
+        addr: String,
+    },
+    /// Planner → workers: a worker left the cluster.
+    PeerLeft(WorkerId),
+    /// Worker → planner: the peers it is connected to.
+    MeshReady(Vec<WorkerId>),
+    /// Data: planner → worker (inputs) or worker → worker (chained requests).
+    Request(Request),
+    /// Data: several requests for one worker, batched by the sending executor.
+    Requests(Vec<Request>),
+    /// Worker → planner: credit of finished chains.
+    Credits(Vec<CreditReturn>),
+    /// Worker → planner: records that reached a sink.
+    Sink {
+        /// The sink.
+        sink: SinkId,
+        /// The records.
+        batch: Batch,
+    },
+    /// Worker → planner: metrics of the last interval.
+    Report(Box<clasp_core::report::WorkerReport>),
+    /// Planner → workers: use this routing (nothing to move).
+    Install(Box<RoutingPlan>),
+    /// Planner → worker: migrate to a new placement.
+    Migrate(Box<MigrationOrder>),
+    /// Worker → worker: state and queued requests handed over in a migration.
+    MigrationData(Box<MigrationData>),
+    /// Worker → planner: migration finished on this worker.
+    MigrationDone(MigrationDone),
+    /// Planner → worker: report the metrics of the interval so far now, tagged with this number.
+    ReportNow(u64),
+    /// Planner → worker: send the keyed state as JSON lines.
+    DumpState,
+    /// Worker → planner: part of a state dump.
+    StateLines {
+        /// The operator.
+        operator: OperatorId,
+        /// JSON lines.
+        lines: Vec<u8>,
+    },
+    /// Worker → planner: the state dump is complete.
+    StateDone,
+    /// Planner → worker: stop.
+    Shutdown,
+}
+
+impl Message {
+    /// The variant's name, for logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Hello(_) => "Hello",
+            Self::Reject(_) => "Reject",
+            Self::Welcome(_) => "Welcome",
+            Self::PeerJoined { .. } => "PeerJoined",
+            Self::PeerLeft(_) => "PeerLeft",
+            Self::MeshReady(_) => "MeshReady",
+            Self::Request(_) => "Request",
+            Self::Requests(_) => "Requests",
+            Self::Credits(_) => "Credits",
+            Self::Sink { .. } => "Sink",
+            Self::Report(_) => "Report",
+            Self::Install(_) => "Install",
+            Self::Migrate(_) => "Migrate",
+            Self::MigrationData(_) => "MigrationData",
+            Self::MigrationDone(_) => "MigrationDone",
+            Self::ReportNow(_) => "ReportNow",
+            Self::DumpState => "DumpState",
+            Self::StateLines { .. } => "StateLines",
+            Self::StateDone => "StateDone",
+            Self::Shutdown => "Shutdown",
+        }
+    }
+}
