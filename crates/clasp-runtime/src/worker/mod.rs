@@ -14,6 +14,7 @@
 mod bootstrap;
 mod control;
 pub mod executor;
+mod gate;
 mod mesh;
 mod migrate;
 mod monitor;
