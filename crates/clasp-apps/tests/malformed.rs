@@ -1,9 +1,9 @@
 //! Malformed input lines are rejected, counted per operator and reason, and never stop a
 //! pipeline: the good lines around them give exactly the reference result.
 
-use clasp_apps::reference::{self, Outcome};
 use clasp_apps::{pipeline, profile, registry};
 use clasp_core::local::{LocalDriver, LocalOptions};
+use clasp_reference::{self as reference, Outcome};
 use std::collections::BTreeMap;
 
 /// Runs `app` on generated lines with `bad` lines (per source) spread among them; returns

@@ -9,6 +9,7 @@
 //! - [`cloud`]: the edge ingress and the cloud part on the elastic runtime;
 //! - [`embedded`]: devices and cloud in one process;
 //! - [`netns`]: devices in network namespaces behind shaped veth links;
+//! - [`results`]: a run's results, to compare a cut run with the same workflow all in the cloud;
 //! - [`bench`]: the `clasp bench edge` experiment.
 
 pub mod bench;
@@ -20,6 +21,7 @@ pub mod error;
 pub mod input;
 pub mod netns;
 pub mod protocol;
+pub mod results;
 pub mod shaper;
 pub mod subgraph;
 
