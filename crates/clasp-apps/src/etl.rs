@@ -24,13 +24,17 @@
 //!   `etl/<sensor>` (the record key).
 //! - `etl.table_insert` → `etl.sink`: the row as a table entity keyed by sensor.
 
-use crate::json::{self, Value};
+use crate::json::{MaybeText, Text, numeric_text, skip_members};
 use crate::text::{Buf, Params, div_round, emit_or_reject, fields, parse_fixed, parse_u64};
 use clasp_core::hash::{fmix64, key_hash};
 use clasp_core::rng::SplitMix64;
 use clasp_core::{Batch, Context, Operator, Registry};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
 use std::collections::VecDeque;
+use std::fmt;
 use std::sync::Arc;
 
 /// Decimals kept of a value.
@@ -72,84 +76,237 @@ pub fn location(sensor: &[u8]) -> String {
     String::from_utf8_lossy(b.get().unwrap_or_default()).into_owned()
 }
 
-/// What a SenML line holds.
-struct Message<'a> {
-    sensor: &'a [u8],
-    time: u64,
-    entries: &'a [u8],
+/// One measurement of a message (an entry with a `v`): its name and value (`None` when not
+/// numeric).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Measurement<'a> {
+    name: Cow<'a, str>,
+    value: Option<i64>,
 }
 
-fn message(line: &[u8]) -> Result<Message<'_>, &'static str> {
+/// What a SenML line holds besides its readings.
+#[derive(Debug)]
+struct Message<'a> {
+    sensor: Cow<'a, str>,
+    time: u64,
+}
+
+/// Reads a SenML line in one pass; its readings go into `readings` (cleared first), a buffer
+/// the caller reuses from line to line. Checks, in this order: the JSON, `bn`, `bt`, `e`, then
+/// the entries.
+fn message<'a>(
+    line: &'a [u8],
+    readings: &mut Vec<Measurement<'a>>,
+) -> Result<Message<'a>, &'static str> {
+    readings.clear();
     let body = match line.iter().position(|c| *c == b'{') {
         Some(0) => line,
         Some(i) if line[i - 1] == b',' && parse_u64(&line[..i - 1]).is_some() => &line[i..],
         _ => return Err("bad JSON"),
     };
-    let (mut sensor, mut time, mut entries) = (None, None, None);
-    json::members(body, |k, v| {
-        if k.is("bn") {
-            sensor = match v {
-                Value::Str(s) => s.plain(),
-                _ => None,
-            };
-        } else if k.is("bt") {
-            time = v.numeric_text().and_then(parse_u64);
-        } else if k.is("e") {
-            entries = match v {
-                Value::Array(a) => Some(a),
-                _ => None,
-            };
-        }
-        Ok(())
-    })
-    .map_err(|_| "bad JSON")?;
-    let sensor = sensor.filter(|s| !s.is_empty()).ok_or("missing or bad bn")?;
-    if sensor.iter().any(|c| matches!(c, b',' | b'@' | b';' | b'=')) {
+    let body = std::str::from_utf8(body).map_err(|_| "bad JSON")?;
+    let mut de = serde_json::Deserializer::from_str(body);
+    let m = Deserializer::deserialize_map(&mut de, MessageVisitor { readings })
+        .and_then(|m| de.end().map(|()| m))
+        .map_err(|_| "bad JSON")?;
+    let sensor = m.bn.filter(|s| !s.is_empty()).ok_or("missing or bad bn")?;
+    if sensor.contains([',', '@', ';', '=']) {
         return Err("unsupported character in bn");
     }
-    Ok(Message {
-        sensor,
-        time: time.ok_or("missing or bad bt")?,
-        entries: entries.ok_or("missing e")?,
-    })
+    let time = m.bt.and_then(numeric_text).and_then(|t| parse_u64(t.as_bytes()));
+    let time = time.ok_or("missing or bad bt")?;
+    match m.entries {
+        EntriesRead::NotAnArray => Err("missing e"),
+        EntriesRead::Refused(reason) => Err(reason),
+        EntriesRead::Read => Ok(Message { sensor, time }),
+    }
 }
 
-/// Calls `f(name, value)` for every entry with a `v`; `value` is `None` when not numeric.
-fn for_each_reading<'a>(
-    entries: &'a [u8],
-    mut f: impl FnMut(&'a [u8], Option<i64>) -> Result<(), &'static str>,
-) -> Result<(), &'static str> {
-    json::items(entries, |item| {
-        let Value::Object(obj) = item else { return Err("entry is not an object") };
-        let (mut name, mut value, mut has_value) = (None, None, false);
-        json::members(obj, |k, v| {
-            if k.is("n") {
-                name = match v {
-                    Value::Str(s) => s.plain(),
-                    _ => None,
-                };
-            } else if k.is("v") {
-                has_value = true;
-                value = v.numeric_text().and_then(|t| parse_fixed(t, DECIMALS));
+/// The members of a message that matter. Of a repeated member the last counts.
+struct MessageMembers<'a> {
+    bn: Option<Cow<'a, str>>,
+    bt: Option<&'a RawValue>,
+    entries: EntriesRead,
+}
+
+/// How reading the `e` member went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EntriesRead {
+    /// Missing, or not an array.
+    NotAnArray,
+    /// An entry was refused, for this reason (later entries were validated, not read).
+    Refused(&'static str),
+    /// Every entry was read.
+    Read,
+}
+
+struct MessageVisitor<'r, 'a> {
+    readings: &'r mut Vec<Measurement<'a>>,
+}
+
+impl<'de> Visitor<'de> for MessageVisitor<'_, 'de> {
+    type Value = MessageMembers<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a SenML message object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut m = MessageMembers { bn: None, bt: None, entries: EntriesRead::NotAnArray };
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+            match key.as_ref() {
+                "bn" => m.bn = map.next_value::<MaybeText<'de>>()?.0,
+                "bt" => m.bt = Some(map.next_value()?),
+                "e" => {
+                    self.readings.clear();
+                    m.entries = map.next_value_seed(Entries { readings: &mut *self.readings })?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
-            Ok(())
-        })?;
-        if !has_value {
-            return Ok(());
         }
-        let name = name.filter(|n| !n.is_empty()).ok_or("entry without name")?;
-        if name.iter().any(|c| matches!(c, b',' | b'/' | b';' | b'=')) {
+        Ok(m)
+    }
+}
+
+/// Reads the `e` member: an array of entry objects, each kept in `readings` when it has a
+/// `v`.
+struct Entries<'r, 'a> {
+    readings: &'r mut Vec<Measurement<'a>>,
+}
+
+impl<'de> DeserializeSeed<'de> for Entries<'_, 'de> {
+    type Value = EntriesRead;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<EntriesRead, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Entries<'_, 'de> {
+    type Value = EntriesRead;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of SenML entries")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<EntriesRead, A::Error> {
+        let mut read = EntriesRead::Read;
+        while let Some(entry) = seq.next_element::<Entry<'de>>()? {
+            if read != EntriesRead::Read {
+                continue;
+            }
+            match entry.reading() {
+                Ok(Some(r)) => self.readings.push(r),
+                Ok(None) => {}
+                Err(reason) => read = EntriesRead::Refused(reason),
+            }
+        }
+        Ok(read)
+    }
+
+    // Any other value: not an array.
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<EntriesRead, A::Error> {
+        skip_members(map)?;
+        Ok(EntriesRead::NotAnArray)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<EntriesRead, E> {
+        Ok(EntriesRead::NotAnArray)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<EntriesRead, E> {
+        Ok(EntriesRead::NotAnArray)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<EntriesRead, E> {
+        Ok(EntriesRead::NotAnArray)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<EntriesRead, E> {
+        Ok(EntriesRead::NotAnArray)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<EntriesRead, E> {
+        Ok(EntriesRead::NotAnArray)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<EntriesRead, E> {
+        Ok(EntriesRead::NotAnArray)
+    }
+}
+
+/// One item of the `e` array: `None` when it is not an object.
+struct Entry<'a>(Option<EntryMembers<'a>>);
+
+/// The members of an entry that matter. Of a repeated member the last counts.
+struct EntryMembers<'a> {
+    n: Option<Cow<'a, str>>,
+    /// Present when the entry is a numeric measurement; `null` is present but not numeric.
+    v: Option<&'a RawValue>,
+}
+
+impl<'a> Entry<'a> {
+    /// The entry's reading; `None` for an entry without `v` (a string measurement).
+    fn reading(self) -> Result<Option<Measurement<'a>>, &'static str> {
+        let Some(e) = self.0 else { return Err("bad JSON") };
+        let Some(v) = e.v else { return Ok(None) };
+        let value = numeric_text(v).and_then(|t| parse_fixed(t.as_bytes(), DECIMALS));
+        let name = e.n.filter(|n| !n.is_empty()).ok_or("entry without name")?;
+        if name.contains([',', '/', ';', '=']) {
             return Err("unsupported character in name");
         }
-        f(name, value)
-    })
-    .map_err(|e| {
-        if e == "unsupported character in name" || e == "entry without name" {
-            e
-        } else {
-            "bad JSON"
+        Ok(Some(Measurement { name, value }))
+    }
+}
+
+impl<'de> Deserialize<'de> for Entry<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(EntryVisitor)
+    }
+}
+
+struct EntryVisitor;
+
+impl<'de> Visitor<'de> for EntryVisitor {
+    type Value = Entry<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a SenML entry")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entry<'de>, A::Error> {
+        let mut e = EntryMembers { n: None, v: None };
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+            match key.as_ref() {
+                "n" => e.n = map.next_value::<MaybeText<'de>>()?.0,
+                "v" => e.v = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
         }
-    })
+        Ok(Entry(Some(e)))
+    }
+
+    // Any other value: not an entry object.
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Entry<'de>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Entry(None))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Entry<'de>, E> {
+        Ok(Entry(None))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Entry<'de>, E> {
+        Ok(Entry(None))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Entry<'de>, E> {
+        Ok(Entry(None))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Entry<'de>, E> {
+        Ok(Entry(None))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Entry<'de>, E> {
+        Ok(Entry(None))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Entry<'de>, E> {
+        Ok(Entry(None))
+    }
 }
 
 /// `etl.senml_parse`.
@@ -160,29 +317,24 @@ impl Operator for SenmlParse {
     type State = ();
     fn process(&self, input: &Batch, ctx: &mut Context<'_, ()>) {
         let (mut key, mut value) = (Buf::new(), Buf::new());
+        let mut readings = Vec::new();
         for r in input.iter() {
-            let m = match message(r.value) {
+            let m = match message(r.value, &mut readings) {
                 Ok(m) => m,
                 Err(reason) => {
                     ctx.reject(reason);
                     continue;
                 }
             };
-            let mut n = 0u64;
-            if let Err(reason) = for_each_reading(m.entries, |_, _| {
-                n += 1;
-                Ok(())
-            }) {
-                ctx.reject(reason);
-                continue;
-            }
-            let _ = for_each_reading(m.entries, |name, v| {
+            let (sensor, n) = (m.sensor.as_bytes(), readings.len() as u64);
+            for reading in &readings {
+                let name = reading.name.as_bytes();
                 key.clear();
-                key.put(m.sensor).byte(b'/').put(name);
+                key.put(sensor).byte(b'/').put(name);
                 value.clear();
-                value.put(m.sensor).byte(b'@').u64(m.time).byte(b',').u64(n).byte(b',').put(name);
+                value.put(sensor).byte(b'@').u64(m.time).byte(b',').u64(n).byte(b',').put(name);
                 value.byte(b',');
-                match v {
+                match reading.value {
                     Some(v) => {
                         value.fixed(v, DECIMALS);
                     }
@@ -192,8 +344,7 @@ impl Operator for SenmlParse {
                     (Some(k), Some(v)) => ctx.emit(k, v),
                     _ => ctx.reject("record too long"),
                 }
-                Ok(())
-            });
+            }
         }
     }
 }
@@ -500,26 +651,31 @@ impl Operator for CsvToSenml {
                 continue;
             };
             out.clear();
-            out.put(b"{\"bn\":\"");
-            json::escape_into(sensor, &mut out);
-            out.put(b"\",\"bt\":").put(time).put(b",\"e\":[");
+            out.put(b"{\"bn\":");
+            put_json_string(sensor, &mut out);
+            out.put(b",\"bt\":").put(time).put(b",\"e\":[");
             for p in pairs.split(|c| *c == b';') {
                 let (name, value) =
                     p.split_at(p.iter().position(|c| *c == b'=').unwrap_or(p.len()));
-                out.put(b"{\"n\":\"");
-                json::escape_into(name, &mut out);
-                out.byte(b'"');
+                out.put(b"{\"n\":");
+                put_json_string(name, &mut out);
                 if value.len() > 1 {
                     out.put(b",\"v\":").put(&value[1..]);
                 }
                 out.put(b"},");
             }
-            out.put(b"{\"n\":\"location\",\"vs\":\"");
-            json::escape_into(note, &mut out);
-            out.put(b"\"}]}");
+            out.put(b"{\"n\":\"location\",\"vs\":");
+            put_json_string(note, &mut out);
+            out.put(b"}]}");
             emit_or_reject(ctx, r.key, out.get());
         }
     }
+}
+
+/// Appends `s` as a JSON string, quoted and escaped (bytes that are not UTF-8 replaced).
+fn put_json_string(s: &[u8], out: &mut Buf) {
+    // Writing into a `Buf` cannot fail: an overflow is flagged in the buffer itself.
+    let _ = serde_json::to_writer(&mut *out, &*String::from_utf8_lossy(s));
 }
 
 /// `etl.publish`: the SenML document under topic `etl/<sensor>`.
@@ -666,21 +822,50 @@ mod tests {
     #[test]
     fn messages_parse_with_or_without_prefix() {
         let line = br#"1422748800000,{"e":[{"n":"temperature","v":"21.5"},{"u":"string","n":"source","sv":"x"},{"n":"light","v":3}],"bt":1422748800,"bn":"sensor-001"}"#;
-        let m = message(line).unwrap();
-        assert_eq!((m.sensor, m.time), (&b"sensor-001"[..], 1_422_748_800));
-        let mut got = Vec::new();
-        for_each_reading(m.entries, |n, v| {
-            got.push((n.to_vec(), v));
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(
-            got,
-            vec![(b"temperature".to_vec(), Some(21_500)), (b"light".to_vec(), Some(3000))]
-        );
-        assert_eq!(message(b"x{}").err(), Some("bad JSON"));
-        assert_eq!(message(br#"{"bt":1,"e":[]}"#).err(), Some("missing or bad bn"));
-        assert_eq!(message(br#"{"bn":"a","bt":"x","e":[]}"#).err(), Some("missing or bad bt"));
+        let mut readings = Vec::new();
+        let m = message(line, &mut readings).unwrap();
+        assert_eq!((m.sensor.as_ref(), m.time), ("sensor-001", 1_422_748_800));
+        assert!(matches!(m.sensor, Cow::Borrowed(_)), "a plain name is not copied");
+        let got: Vec<(&str, Option<i64>)> =
+            readings.iter().map(|r| (r.name.as_ref(), r.value)).collect();
+        assert_eq!(got, [("temperature", Some(21_500)), ("light", Some(3000))]);
+        assert!(readings.iter().all(|r| matches!(r.name, Cow::Borrowed(_))));
+    }
+
+    #[test]
+    fn malformed_messages_are_rejected_with_their_reason() {
+        let read = |line: &str| {
+            let mut readings = Vec::new();
+            message(line.as_bytes(), &mut readings)
+                .map(|m| (m.sensor.into_owned(), m.time, readings.len()))
+        };
+        for (line, why) in [
+            ("x{}", "bad JSON"),
+            ("{bad", "bad JSON"),
+            (r#"["a",1,[]]"#, "bad JSON"),
+            (r#"{"bn":"a","bt":1,"e":[]} x"#, "bad JSON"),
+            (r#"{"bt":1,"e":[]}"#, "missing or bad bn"),
+            (r#"{"bn":7,"bt":1,"e":[7]}"#, "missing or bad bn"),
+            (r#"{"bn":"a;b","bt":1,"e":[]}"#, "unsupported character in bn"),
+            (r#"{"bn":"a","bt":"x","e":[]}"#, "missing or bad bt"),
+            (r#"{"bn":"a","bt":-1,"e":[]}"#, "missing or bad bt"),
+            (r#"{"bn":"a","bt":1}"#, "missing e"),
+            (r#"{"bn":"a","bt":1,"e":{"n":"x"}}"#, "missing e"),
+            (r#"{"bn":"a","bt":1,"e":[{"v":1}]}"#, "entry without name"),
+            (r#"{"bn":"a","bt":1,"e":[{"n":"a/b","v":1}]}"#, "unsupported character in name"),
+            (r#"{"bn":"a","bt":1,"e":[7]}"#, "bad JSON"),
+            (r#"{"bn":"a","bt":1,"e":[["n",1]]}"#, "bad JSON"),
+            (r#"{"bn":"a","bt":1,"e":[{"v":1},{"n":"x","v":[1,]}]}"#, "bad JSON"),
+        ] {
+            assert_eq!(read(line), Err(why), "{line}");
+        }
+        // The last of a repeated member counts; numbers keep their digits; `null` is a value.
+        let line = r#"{"bn":"a","bn":"b","bt":"7","e":[{"n":"a","v":null},{"n":"b"},{"n":"c","v":"1.0005"}]}"#;
+        assert_eq!(read(line), Ok(("b".to_owned(), 7, 2)));
+        let mut readings = Vec::new();
+        message(line.as_bytes(), &mut readings).unwrap();
+        assert_eq!(readings[0].value, None);
+        assert_eq!(readings[1].value, Some(1001));
     }
 
     #[test]
@@ -700,5 +885,8 @@ mod tests {
         let row = joined_row(b"s-1@77", "light=3.000;humidity=;temperature=1.500;", &mut out);
         assert_eq!(row, Some(&b"s-1,77,humidity=;light=3.000;temperature=1.500"[..]));
         assert_eq!(location(b"sensor-007"), "building-2/floor-3/room-8");
+        let mut quoted = Buf::new();
+        put_json_string(b"a\"b\\c\n", &mut quoted);
+        assert_eq!(quoted.get(), Some(&br#""a\"b\\c\n""#[..]));
     }
 }
