@@ -1,12 +1,14 @@
-//! Parse throughput of the operators that read JSON: `aa.deserialize` (YSB events) and
-//! `etl.senml_parse` (SenML messages), on seeded generated lines, in batches of 256.
+//! Parse throughput of the operators that read JSON — `aa.deserialize` (YSB events) and
+//! `etl.senml_parse` (SenML messages) — and of one that reads dates, `taxi.filter_nyc` (two
+//! `YYYY-MM-DD HH:MM:SS` times per TaxiRide line), on seeded generated lines, in batches of
+//! 256.
 //!
 //! Run: `CARGO_TARGET_DIR=... cargo bench -p clasp-apps --bench parse`.
 
-use clasp_apps::{aa, etl};
+use clasp_apps::{aa, etl, taxi};
 use clasp_core::operator::Rejections;
 use clasp_core::state::KeyedStore;
-use clasp_core::{Batch, Context, Emitter, Operator};
+use clasp_core::{Batch, Context, DynOperator, Emitter, Operator};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
@@ -54,6 +56,17 @@ fn run<O: Operator<State = ()>>(op: &O, batches: &[Batch]) -> usize {
     out.bytes
 }
 
+fn run_dyn(op: &dyn DynOperator, batches: &[Batch]) -> usize {
+    let store = op.new_store(1);
+    let mut out = Counting::default();
+    let mut rejects = Rejections::default();
+    for b in batches {
+        op.process(b, 0, &*store, &mut out, &mut rejects);
+    }
+    assert_eq!(rejects.total(), 0, "generated lines were rejected");
+    out.bytes
+}
+
 fn parse(c: &mut Criterion) {
     let mut g = c.benchmark_group("parse");
     g.measurement_time(Duration::from_secs(5));
@@ -69,6 +82,14 @@ fn parse(c: &mut Criterion) {
     g.bench_function("etl.senml_parse", |b| {
         b.iter(|| black_box(run(&etl::SenmlParse, &etl_batches)))
     });
+    let mut rides = taxi::RideGenerator::new(1);
+    let (ride_batches, ride_bytes) = batches(|l| rides.next_line(l));
+    let registry = clasp_apps::registry();
+    let spec = clasp_apps::pipeline("taxi-w3").unwrap();
+    let filter = spec.operators.iter().find(|o| o.function == "taxi.filter_nyc").unwrap();
+    let filter = registry.instantiate(filter).unwrap();
+    g.throughput(Throughput::Bytes(ride_bytes));
+    g.bench_function("taxi.filter_nyc", |b| b.iter(|| black_box(run_dyn(&*filter, &ride_batches))));
     g.finish();
 }
 

@@ -9,6 +9,7 @@
 //! are fixed-point integers, so results are exact and identical wherever they are computed.
 
 pub mod aa;
+pub mod date;
 pub mod etl;
 pub mod inputs;
 pub mod json;

@@ -169,11 +169,12 @@ fn taxi_workflows_reject_bad_rides_and_fares() {
         "2,START,2013-01-01 25:00:00,1970-01-01 00:00:00,-73.9,40.7,-73.9,40.7,1,1,1",
         "3,MIDDLE,2013-01-01 12:00:00,1970-01-01 00:00:00,-73.9,40.7,-73.9,40.7,1,1,1",
         "4,END,2013-01-01 12:00:00,2013-01-01 12:10:00,west,40.7,-73.9,40.7,1,1,1",
+        "5,END,2013-02-29 12:00:00,2013-02-29 12:10:00,-73.9,40.7,-73.9,40.7,1,1,1",
     ];
     let got = run_with_bad("taxi-w1", 2000, &[("rides", bad_rides)]);
     let want = tally(&[
         ("filter_start_nyc/wrong field count", 1),
-        ("filter_start_nyc/bad time", 1),
+        ("filter_start_nyc/bad time", 2),
         ("filter_start_nyc/event type is not START or END", 1),
         ("filter_start_nyc/non-numeric coordinate", 1),
     ]);

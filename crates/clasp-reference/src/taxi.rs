@@ -20,19 +20,29 @@ struct RideRow {
 
 fn unix_time(s: &str) -> Option<i64> {
     let (date, time) = s.trim().split_once(' ')?;
-    let d: Vec<i64> = date.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
-    let t: Vec<i64> = time.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    let number = |x: &str| -> Option<i64> {
+        x.bytes().all(|c| c.is_ascii_digit()).then(|| x.parse().ok()).flatten()
+    };
+    let d: Vec<i64> = date.split('-').map(number).collect::<Option<_>>()?;
+    let t: Vec<i64> = time.split(':').map(number).collect::<Option<_>>()?;
     if d.len() != 3 || t.len() != 3 || date.len() != 10 || time.len() != 8 {
         return None;
     }
-    if !(1..=12).contains(&d[1]) || !(1..=31).contains(&d[2]) || t[0] > 23 || t[1] > 59 || t[2] > 60
-    {
+    let leap = |y: i64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let year_days = |y: i64| if leap(y) { 366 } else { 365 };
+    let months = [31, if leap(d[0]) { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if !(1..=12).contains(&d[1]) || d[2] < 1 || d[2] > months[(d[1] - 1) as usize] {
+        return None;
+    }
+    if t[0] > 23 || t[1] > 59 || t[2] > 59 {
         return None;
     }
     // Days since the epoch by counting: years, then months of the year.
-    let leap = |y: i64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let mut days: i64 = (1970..d[0]).map(|y| if leap(y) { 366 } else { 365 }).sum();
-    let months = [31, if leap(d[0]) { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let mut days: i64 = if d[0] >= 1970 {
+        (1970..d[0]).map(year_days).sum()
+    } else {
+        -(d[0]..1970).map(year_days).sum::<i64>()
+    };
     days += months[..(d[1] - 1) as usize].iter().sum::<i64>() + d[2] - 1;
     Some(days * 86_400 + t[0] * 3600 + t[1] * 60 + t[2])
 }
@@ -207,6 +217,10 @@ mod tests {
         assert_eq!(unix_time("1970-01-01 00:00:00"), Some(0));
         assert_eq!(unix_time("2013-01-01 12:00:00"), Some(1_357_041_600));
         assert_eq!(unix_time("2000-03-01 00:00:00"), Some(951_868_800));
+        assert_eq!(unix_time("1969-12-31 23:59:59"), Some(-1));
         assert_eq!(unix_time("2013-13-01 00:00:00"), None);
+        assert_eq!(unix_time("2013-02-29 00:00:00"), None);
+        assert_eq!(unix_time("2012-02-29 00:00:60"), None);
+        assert_eq!(unix_time("2013-+1-01 00:00:00"), None);
     }
 }
