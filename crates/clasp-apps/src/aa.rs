@@ -23,8 +23,9 @@
 
 use crate::json::{Member, Object, Scalar, Text, scalar};
 use crate::text::{Buf, Params, fields, parse_u64};
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::{SeededRng, independent_stream};
 use clasp_core::{Batch, Context, Operator, Registry};
+use rand::{Rng, RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -48,7 +49,7 @@ pub const EVENT_TYPES: [&str; 3] = ["view", "click", "purchase"];
 const CATALOG_SEED: u64 = 0x5953_4243;
 
 /// A UUID-formatted id drawn from `rng`.
-pub fn uuid(rng: &mut SplitMix64) -> String {
+pub fn uuid(rng: &mut SeededRng) -> String {
     let (a, b) = (rng.next_u64(), rng.next_u64());
     format!(
         "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
@@ -71,7 +72,7 @@ pub struct Catalog {
 
 /// The table for `campaigns × ads_per_campaign` ads.
 pub fn catalog(campaigns: usize, ads_per_campaign: usize) -> Catalog {
-    let mut rng = SplitMix64::new(CATALOG_SEED);
+    let mut rng = SeededRng::seed_from_u64(CATALOG_SEED);
     let campaigns: Vec<String> = (0..campaigns).map(|_| uuid(&mut rng)).collect();
     let ads = (0..campaigns.len() * ads_per_campaign)
         .map(|i| (uuid(&mut rng), i / ads_per_campaign))
@@ -332,7 +333,7 @@ pub const START_MS: u64 = 1_500_000_000_000;
 /// per second of event time), so 100,000 events span ten 10 s windows.
 #[derive(Debug)]
 pub struct Generator {
-    rng: SplitMix64,
+    rng: SeededRng,
     users: Vec<String>,
     pages: Vec<String>,
     ads: Vec<String>,
@@ -342,7 +343,7 @@ pub struct Generator {
 impl Generator {
     /// A generator for `seed`.
     pub fn new(seed: u64) -> Self {
-        let mut rng = SplitMix64::derive(seed, 0x4141);
+        let mut rng = independent_stream(seed, 0x4141);
         let users = (0..100).map(|_| uuid(&mut rng)).collect();
         let pages = (0..100).map(|_| uuid(&mut rng)).collect();
         let ads = catalog(CAMPAIGNS, ADS_PER_CAMPAIGN).ads.into_iter().map(|a| a.0).collect();
@@ -351,13 +352,13 @@ impl Generator {
 
     /// Writes the next event into `out` (cleared first).
     pub fn next_line(&mut self, out: &mut Vec<u8>) {
-        let pick = |rng: &mut SplitMix64, n: usize| rng.below(n as u64) as usize;
+        let pick = |rng: &mut SeededRng, n: usize| rng.random_range(0..n as u64) as usize;
         let user = &self.users[pick(&mut self.rng, self.users.len())];
         let page = &self.pages[pick(&mut self.rng, self.pages.len())];
         let ad = &self.ads[pick(&mut self.rng, self.ads.len())];
         let ad_type = AD_TYPES[pick(&mut self.rng, AD_TYPES.len())];
         let event_type = EVENT_TYPES[pick(&mut self.rng, EVENT_TYPES.len())];
-        self.time += self.rng.below(3);
+        self.time += self.rng.random_range(0..3);
         out.clear();
         use std::io::Write;
         let _ = write!(

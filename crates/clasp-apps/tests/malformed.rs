@@ -195,19 +195,20 @@ fn taxi_workflows_reject_bad_rides_and_fares() {
 /// panic, whatever it receives.
 #[test]
 fn corrupted_input_never_panics() {
-    use clasp_core::rng::SplitMix64;
+    use clasp_core::rng::SeededRng;
+    use rand::{RngExt, SeedableRng};
     for app in clasp_apps::APPS {
         let p = pipeline(app).unwrap();
         let mut inputs = profile::generate(app, 1500, 2).unwrap();
-        let mut rng = SplitMix64::new(77);
+        let mut rng = SeededRng::seed_from_u64(77);
         for (_, lines) in &mut inputs {
             for line in lines.iter_mut() {
-                match rng.below(4) {
+                match rng.random_range(0..4) {
                     0 if !line.is_empty() => {
-                        let i = rng.below(line.len() as u64) as usize;
-                        line[i] = rng.below(256) as u8;
+                        let i = rng.random_range(0..line.len() as u64) as usize;
+                        line[i] = rng.random_range(0..256) as u8;
                     }
-                    1 => line.truncate(rng.below(line.len() as u64 + 1) as usize),
+                    1 => line.truncate(rng.random_range(0..line.len() as u64 + 1) as usize),
                     2 => {
                         let copy = line.clone();
                         line.extend_from_slice(&copy);

@@ -16,7 +16,7 @@
 use crate::request::{Request, split_credit};
 use crate::routing::{Routing, RoutingPlan};
 use clasp_core::placement::WorkerMigration;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_core::{Batch, KeyGroup, OperatorId, WorkerId};
 use serde::{Deserialize, Serialize};
 
@@ -88,7 +88,7 @@ pub fn reroute(
     req: Request,
     routing: &Routing,
     me: WorkerId,
-    rng: &mut SplitMix64,
+    rng: &mut SeededRng,
 ) -> Vec<(WorkerId, Request)> {
     if !routing.is_keyed(req.op) {
         let to = if routing.hosts(req.op, me) { me } else { routing.draw(req.op, rng) };

@@ -3,7 +3,7 @@
 
 use clasp_core::hash::key_group;
 use clasp_core::placement::{KeyAssignment, Placement, RouteTable};
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_core::{OperatorId, Pipeline, WorkerId};
 use serde::{Deserialize, Serialize};
 
@@ -56,7 +56,7 @@ impl Routing {
     /// A worker for one request of stateless operator `op`, drawn by share; a keyed operator's
     /// requests are routed by [`Routing::owner`] instead.
     #[inline]
-    pub fn draw(&self, op: OperatorId, rng: &mut SplitMix64) -> WorkerId {
+    pub fn draw(&self, op: OperatorId, rng: &mut SeededRng) -> WorkerId {
         self.table.draw(op, rng)
     }
 

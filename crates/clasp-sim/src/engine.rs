@@ -21,11 +21,14 @@ use crate::summary::{IntervalRow, Latency, ScalingEvent, SimSummary};
 use crate::worker::{Counters, Job, Phase, Worker};
 use clasp_core::pattern::RatePattern;
 use clasp_core::placement::Placement;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::{SeededRng, independent_stream};
 use clasp_core::{Pipeline, WorkerId};
 use clasp_plan::estimator::{Estimator, EstimatorConfig, Observation};
 use clasp_plan::keys::{assign_keys, remap_workers};
 use clasp_plan::parallelism::initial_allocation;
+use rand::{Rng, RngExt, SeedableRng};
+use rand_distr::weighted::WeightedIndex;
+use rand_distr::{Exp1, LogNormal};
 
 /// How operators are placed during a run.
 #[derive(Clone, Debug)]
@@ -75,8 +78,8 @@ pub struct Simulation<'p> {
     pub(crate) previous: Option<Routing>,
     planner: Planner,
     chains: Chains,
-    pub(crate) rng: SplitMix64,
-    arrival_rng: SplitMix64,
+    pub(crate) rng: SeededRng,
+    arrival_rng: SeededRng,
     worker_min: (Nanos, usize),
     worker_min_stale: bool,
     done: Vec<Job>,
@@ -174,8 +177,8 @@ impl<'p> Simulation<'p> {
             previous: None,
             planner: Planner::new(cfg.planner_queue, cfg.max_in_flight, unthrottled),
             chains: Chains::default(),
-            rng: SplitMix64::derive(cfg.seed, 0x6469_7370),
-            arrival_rng: SplitMix64::derive(cfg.seed, 0x6172_7276),
+            rng: independent_stream(cfg.seed, 0x6469_7370),
+            arrival_rng: independent_stream(cfg.seed, 0x6172_7276),
             worker_min: (Nanos::MAX, 0),
             worker_min_stale: false,
             done: Vec::new(),
@@ -401,7 +404,7 @@ impl<'p> Simulation<'p> {
                 t = stage_end?;
                 continue;
             }
-            let next = t + self.arrival_rng.exponential(1.0 / rate);
+            let next = t + self.arrival_rng.sample::<f64, _>(Exp1) / rate;
             match stage_end {
                 Some(end) if next >= end => t = end,
                 _ => return Some(next),
@@ -423,8 +426,7 @@ impl<'p> Simulation<'p> {
         let s = if sources.len() == 1 {
             0
         } else {
-            let weights: Vec<f64> = sources.iter().map(|s| s.weight).collect();
-            self.rng.weighted(&weights)
+            WeightedIndex::new(sources.iter().map(|s| s.weight)).map_or(0, |w| self.rng.sample(w))
         };
         let entries = &self.model.sources[s].entries;
         let chain = self.chains.open(now, entries.len() as u32);
@@ -840,17 +842,13 @@ fn initial_placement(p: &Pipeline, model: &Model, slots: u32) -> Placement {
 
 /// Draws one execution time around `mean` (µs).
 #[inline]
-pub(crate) fn draw_service(mean: f64, dist: ServiceDist, rng: &mut SplitMix64) -> f64 {
+pub(crate) fn draw_service(mean: f64, dist: ServiceDist, rng: &mut SeededRng) -> f64 {
     match dist {
         ServiceDist::Deterministic => mean,
-        ServiceDist::Exponential => rng.exponential(mean),
+        ServiceDist::Exponential => rng.sample::<f64, _>(Exp1) * mean,
+        // ln X ~ N(μ, σ²) with σ² = ln(1 + cv²) and μ = ln(mean) − σ²/2.
         ServiceDist::LogNormal { cv } => {
-            // ln X ~ N(μ, σ²) with σ² = ln(1 + cv²) and μ = ln(mean) − σ²/2.
-            let s2 = (1.0 + cv * cv).ln();
-            let u1 = 1.0 - rng.next_f64();
-            let u2 = rng.next_f64();
-            let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-            mean * (z * s2.sqrt() - s2 / 2.0).exp()
+            LogNormal::from_mean_cv(mean, cv).map_or(mean, |d| rng.sample(d))
         }
     }
 }
@@ -871,12 +869,12 @@ pub(crate) fn for_each_child(
     if edges.is_empty() {
         return;
     }
-    let mut rng = SplitMix64::new(seed);
+    let mut rng = SeededRng::seed_from_u64(seed);
     for e in edges {
         let whole = e.mean.trunc();
         let frac = e.mean - whole;
         let mut n = whole as u32;
-        if frac > 0.0 && rng.next_f64() < frac {
+        if frac > 0.0 && rng.random::<f64>() < frac {
             n += 1;
         }
         let to = usize::from(e.to);
@@ -899,7 +897,7 @@ mod tests {
 
     #[test]
     fn service_draws_have_their_means() {
-        let mut rng = SplitMix64::new(9);
+        let mut rng = SeededRng::seed_from_u64(9);
         let n = 200_000;
         for dist in [ServiceDist::Exponential, ServiceDist::LogNormal { cv: 0.5 }] {
             let mean: f64 =

@@ -1,7 +1,9 @@
 //! Seeded SenML input.
 
 use super::{ROGUE_SENSORS, SENSORS, START_S, sensor_name};
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::{SeededRng, independent_stream};
+use rand::RngExt;
+use rand_distr::StandardNormal;
 
 /// Generates SenML lines: each message comes from one of 100 sensors (5 % from 20 unknown
 /// `rogue-…` sensors), one second after the previous one, with temperature (about 20 °C),
@@ -9,19 +11,19 @@ use clasp_core::rng::SplitMix64;
 /// out of range) with probability 2 %.
 #[derive(Debug)]
 pub struct Generator {
-    rng: SplitMix64,
+    rng: SeededRng,
     n: u64,
 }
 
 impl Generator {
     /// A generator for `seed`.
     pub fn new(seed: u64) -> Self {
-        Self { rng: SplitMix64::derive(seed, 0x4554), n: 0 }
+        Self { rng: independent_stream(seed, 0x4554), n: 0 }
     }
 
     fn value(&mut self, normal: f64) -> f64 {
-        if self.rng.chance(0.02) {
-            if self.rng.chance(0.5) { -999.0 } else { 99_999.0 }
+        if self.rng.random_bool(0.02) {
+            if self.rng.random_bool(0.5) { -999.0 } else { 99_999.0 }
         } else {
             normal
         }
@@ -29,16 +31,16 @@ impl Generator {
 
     /// Writes the next line into `out` (cleared first).
     pub fn next_line(&mut self, out: &mut Vec<u8>) {
-        let sensor = if self.rng.chance(0.05) {
-            format!("rogue-{:02}", self.rng.below(ROGUE_SENSORS))
+        let sensor = if self.rng.random_bool(0.05) {
+            format!("rogue-{:02}", self.rng.random_range(0..ROGUE_SENSORS))
         } else {
-            sensor_name(self.rng.below(SENSORS))
+            sensor_name(self.rng.random_range(0..SENSORS))
         };
-        let t = 20.0 + 5.0 * crate::sd::gaussian(&mut self.rng);
+        let t = 20.0 + 5.0 * self.rng.sample::<f64, _>(StandardNormal);
         let t = self.value(t);
-        let h = 20.0 + 60.0 * self.rng.next_f64();
+        let h = 20.0 + 60.0 * self.rng.random::<f64>();
         let h = self.value(h);
-        let l = 2000.0 * self.rng.next_f64();
+        let l = 2000.0 * self.rng.random::<f64>();
         let l = self.value(l);
         let time = START_S + self.n;
         self.n += 1;

@@ -3,9 +3,13 @@
 use super::COORD_DECIMALS;
 use crate::date::format_utc;
 use crate::text::Buf;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::{SeededRng, independent_stream};
+use rand::RngExt;
+use rand_distr::weighted::WeightedIndex;
+use rand_distr::{Exp1, StandardNormal};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::LazyLock;
 
 /// First ride start of generated data: 2013-01-01 12:00:00 UTC.
 pub const START_S: i64 = 1_357_041_600;
@@ -21,6 +25,10 @@ const HOTSPOTS: [(i64, i64); 8] = [
     (-73_990_700, 40_735_900), // Union Square
     (-73_965_400, 40_782_900), // Central Park
 ];
+
+/// Passengers of a ride: 1 to 6 with these weights.
+static PASSENGERS: LazyLock<WeightedIndex<u32>> =
+    LazyLock::new(|| WeightedIndex::new([70, 15, 5, 4, 4, 2]).expect("positive weights"));
 
 /// The ride and fare of one ride id, fully determined by `(seed, ride id)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,16 +59,22 @@ pub struct RideRecord {
 
 /// A pick-up or drop-off point: 60 % near a hotspot, 35 % anywhere in central NYC, 3 %
 /// outside NYC, 2 % the (0, 0) of a broken GPS.
-fn place(rng: &mut SplitMix64) -> (i64, i64) {
-    let x = rng.next_f64();
+fn place(rng: &mut SeededRng) -> (i64, i64) {
+    let x = rng.random::<f64>();
     if x < 0.6 {
-        let (lon, lat) = HOTSPOTS[rng.below(HOTSPOTS.len() as u64) as usize];
-        let jitter = |rng: &mut SplitMix64| (crate::sd::gaussian(rng) * 600.0) as i64;
+        let (lon, lat) = HOTSPOTS[rng.random_range(0..HOTSPOTS.len() as u64) as usize];
+        let jitter = |rng: &mut SeededRng| (rng.sample::<f64, _>(StandardNormal) * 600.0) as i64;
         (lon + jitter(rng), lat + jitter(rng))
     } else if x < 0.95 {
-        (-74_020_000 + rng.below(90_000) as i64, 40_700_000 + rng.below(120_000) as i64)
+        (
+            -74_020_000 + rng.random_range(0..90_000) as i64,
+            40_700_000 + rng.random_range(0..120_000) as i64,
+        )
     } else if x < 0.98 {
-        (-74_400_000 + rng.below(200_000) as i64, 40_900_000 + rng.below(200_000) as i64)
+        (
+            -74_400_000 + rng.random_range(0..200_000) as i64,
+            40_900_000 + rng.random_range(0..200_000) as i64,
+        )
     } else {
         (0, 0)
     }
@@ -68,24 +82,23 @@ fn place(rng: &mut SplitMix64) -> (i64, i64) {
 
 /// The ride and fare of ride `id` for `seed`. Rides start one second apart.
 pub fn ride(seed: u64, id: u64) -> RideRecord {
-    let mut rng = SplitMix64::derive(seed ^ 0x5441_5849, id);
+    let mut rng = independent_stream(seed ^ 0x5441_5849, id);
     let start = START_S + id as i64;
-    let minutes =
-        if rng.chance(0.03) { 150.0 + 150.0 * rng.next_f64() } else { 3.0 + rng.exponential(12.0) };
-    let end = if rng.chance(0.01) { start } else { start + (minutes * 60.0) as i64 };
-    let (a, b) = (place(&mut rng), place(&mut rng));
-    let passengers = if rng.chance(0.02) {
-        0
+    let minutes = if rng.random_bool(0.03) {
+        150.0 + 150.0 * rng.random::<f64>()
     } else {
-        1 + rng.weighted(&[70.0, 15.0, 5.0, 4.0, 4.0, 2.0]) as u64
+        3.0 + rng.sample::<f64, _>(Exp1) * 12.0
     };
-    let taxi = 2_013_000_000 + rng.below(15_000);
+    let end = if rng.random_bool(0.01) { start } else { start + (minutes * 60.0) as i64 };
+    let (a, b) = (place(&mut rng), place(&mut rng));
+    let passengers = if rng.random_bool(0.02) { 0 } else { 1 + rng.sample(&*PASSENGERS) as u64 };
+    let taxi = 2_013_000_000 + rng.random_range(0..15_000);
     let driver = taxi;
-    let card = rng.chance(0.6);
-    let fare = 250 + ((end - start) / 60) * 55 + rng.below(300) as i64;
-    let tip = if card { fare * (15 + rng.below(11) as i64) / 100 } else { 0 };
-    let tolls = if rng.chance(0.05) { 533 } else { 0 };
-    let total = if rng.chance(0.08) { 0 } else { fare + tip + tolls };
+    let card = rng.random_bool(0.6);
+    let fare = 250 + ((end - start) / 60) * 55 + rng.random_range(0..300) as i64;
+    let tip = if card { fare * (15 + rng.random_range(0..11) as i64) / 100 } else { 0 };
+    let tolls = if rng.random_bool(0.05) { 533 } else { 0 };
+    let total = if rng.random_bool(0.08) { 0 } else { fare + tip + tolls };
     RideRecord {
         id,
         start,

@@ -15,7 +15,7 @@ use crate::wire::{self, Hello, Message, Role, Welcome, WorkerSettings};
 use crate::worker::executor::now_ns;
 use chains::Chains;
 use clasp_core::input::{InputRecord, LineSource, Next};
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::independent_stream;
 use clasp_core::{Batch, Endpoint, OperatorId, Pipeline, SourceId, WorkerId};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::io::Write;
@@ -1108,7 +1108,7 @@ fn spawn_dispatcher(shared: Arc<Shared>, queue: Receiver<Queued>) -> std::thread
             let p = shared.pipeline.clone();
             let entries = entries(&p);
             let not_a_worker = WorkerId(u32::MAX);
-            let mut rng = SplitMix64::derive(shared.config.settings.seed, 0xd15);
+            let mut rng = independent_stream(shared.config.settings.seed, 0xd15);
             let mut parts: Vec<(WorkerId, Request)> = Vec::new();
             while let Ok(item) = queue.recv() {
                 let chain = {

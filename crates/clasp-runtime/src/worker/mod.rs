@@ -16,7 +16,7 @@ use crate::request::Request;
 use crate::routing::{Routing, RoutingPlan};
 use crate::wire::{Hello, Message, Role, Welcome, WireError, WorkerSettings};
 use clasp_core::operator::Rejections;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::{SeededRng, independent_stream};
 use clasp_core::state::{DetachedGroup, StateStore};
 use clasp_core::{DynOperator, KeyGroup, OperatorId, Pipeline, Registry, WorkerId};
 use crossbeam_channel::{Receiver, Sender};
@@ -172,7 +172,7 @@ impl WorkerShared {
     /// Accepts requests that arrived from the planner or a peer: requests routed under a newer
     /// epoch wait until this worker has it; those routed under an older epoch are re-routed
     /// (forwarded when they belong elsewhere now); the rest are queued.
-    fn admit(&self, reqs: Vec<Request>, rng: &mut SplitMix64) {
+    fn admit(&self, reqs: Vec<Request>, rng: &mut SeededRng) {
         let mut routing = self.routing();
         let mut local = Vec::with_capacity(reqs.len());
         for r in reqs {
@@ -399,7 +399,7 @@ fn spawn_peer_receiver(
     control: Sender<Control>,
 ) {
     let s = shared.clone();
-    let mut rng = SplitMix64::derive(shared.settings.seed, u64::from(shared.me.0) << 16 | 0xfeed);
+    let mut rng = independent_stream(shared.settings.seed, u64::from(shared.me.0) << 16 | 0xfeed);
     let name = match peer {
         Some(p) => format!("w{}-from-{p}", shared.me),
         None => format!("w{}-from-planner", shared.me),
@@ -539,7 +539,7 @@ fn control_loop(
     tx: &Sender<Control>,
 ) -> Result<(), WorkerError> {
     let mut early: Vec<MigrationData> = Vec::new();
-    let mut rng = SplitMix64::derive(shared.settings.seed, u64::from(shared.me.0) << 16 | 0xc0de);
+    let mut rng = independent_stream(shared.settings.seed, u64::from(shared.me.0) << 16 | 0xc0de);
     while let Ok(event) = rx.recv() {
         match event {
             Control::Planner(Message::Shutdown) => return Ok(()),
@@ -595,7 +595,7 @@ fn migrate(
     order: MigrationOrder,
     rx: &Receiver<Control>,
     early: &mut Vec<MigrationData>,
-    rng: &mut SplitMix64,
+    rng: &mut SeededRng,
 ) {
     let started = Instant::now();
     let me = shared.me;
@@ -744,7 +744,7 @@ fn route_queued(
     queued: Vec<Request>,
     routing: &Routing,
     me: WorkerId,
-    rng: &mut SplitMix64,
+    rng: &mut SeededRng,
 ) -> (Vec<Request>, HashMap<WorkerId, Vec<Request>>) {
     let mut keep = Vec::new();
     let mut to_peer: HashMap<WorkerId, Vec<Request>> = HashMap::new();
