@@ -22,7 +22,7 @@ pub use clasp_wire::runtime::{MigrationData, MigrationDone, MigrationOrder, Stat
 
 use crate::request::{Request, split_credit};
 use crate::routing::Routing;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_core::{Batch, WorkerId};
 
 /// Splits `req` by the worker each of its records belongs to under `routing`: the records of a
@@ -32,7 +32,7 @@ pub fn reroute(
     req: Request,
     routing: &Routing,
     me: WorkerId,
-    rng: &mut SplitMix64,
+    rng: &mut SeededRng,
 ) -> Vec<(WorkerId, Request)> {
     if !routing.is_keyed(req.op) {
         let to = if routing.hosts(req.op, me) { me } else { routing.draw(req.op, rng) };

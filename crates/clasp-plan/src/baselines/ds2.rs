@@ -153,7 +153,9 @@ pub fn place(
 mod tests {
     use super::*;
     use crate::testing::pipeline;
+    use clasp_core::rng::SeededRng;
     use clasp_core::stats::{EdgeStats, OperatorStats};
+    use rand::SeedableRng;
 
     const DIAMOND: &str = r#"
 [[source]]
@@ -289,7 +291,7 @@ to = "d"
         fn propagation_equals_projection_on_consistent_rates(
             seed in proptest::prelude::any::<u64>(), ops in 1usize..10, target in 1.0f64..50_000.0,
         ) {
-            let mut rng = clasp_core::rng::SplitMix64::new(seed);
+            let mut rng = SeededRng::seed_from_u64(seed);
             let p = crate::testing::random_pipeline(&mut rng, ops, 0.3);
             let stats = ObservedStats::from_spec(&p, target, 100.0);
             let s = target / stats.throughput;

@@ -120,8 +120,9 @@ pub(crate) fn clamp_workers(x: f64, max: u32) -> u32 {
 mod tests {
     use super::*;
     use crate::testing::{random_pipeline, random_stats};
-    use clasp_core::rng::SplitMix64;
+    use clasp_core::rng::SeededRng;
     use proptest::prelude::*;
+    use rand::{RngExt, SeedableRng};
 
     #[test]
     fn worker_counts_are_clamped() {
@@ -140,10 +141,10 @@ mod tests {
         /// every operator's instances on the workers that carry its shares.
         #[test]
         fn baselines_place_validly(seed in any::<u64>(), ops in 1usize..9, workers in 1u32..12) {
-            let mut rng = SplitMix64::new(seed);
+            let mut rng = SeededRng::seed_from_u64(seed);
             let p = random_pipeline(&mut rng, ops, 0.4);
             let stats = random_stats(&mut rng, &p);
-            let rate = rng.range_f64(0.0, 20_000.0);
+            let rate = rng.random_range(0.0..20_000.0);
             let placements = [
                 faasflow::place(&p, &stats, rate, workers, &faasflow::Config::default()),
                 zhang24::place(&p, &stats, rate, workers, &zhang24::Config::default()),

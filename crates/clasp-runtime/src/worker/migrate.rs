@@ -7,7 +7,7 @@ use crate::migration::{self, MigrationData, MigrationDone, MigrationOrder, State
 use crate::request::Request;
 use crate::routing::Routing;
 use crate::wire::Message;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_core::state::DetachedGroup;
 use clasp_core::{KeyGroup, OperatorId, WorkerId};
 use crossbeam_channel::Receiver;
@@ -30,7 +30,7 @@ pub(super) fn migrate(
     order: MigrationOrder,
     rx: &Receiver<Control>,
     early: &mut Vec<MigrationData>,
-    rng: &mut SplitMix64,
+    rng: &mut SeededRng,
 ) {
     let started = Instant::now();
     let me = shared.me;
@@ -214,7 +214,7 @@ fn route_queued(
     queued: Vec<std::collections::VecDeque<Request>>,
     routing: &Routing,
     me: WorkerId,
-    rng: &mut SplitMix64,
+    rng: &mut SeededRng,
 ) -> (Vec<Request>, HashMap<WorkerId, Vec<Request>>) {
     let mut keep = Vec::new();
     let mut to_peer: HashMap<WorkerId, Vec<Request>> = HashMap::new();

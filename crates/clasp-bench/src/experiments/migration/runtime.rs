@@ -9,18 +9,19 @@ use crate::settings::Scope;
 use crate::{BenchError, Options};
 use clasp_core::SourceId;
 use clasp_core::input::MemoryLines;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_plan::keys::assign_keys;
 use clasp_runtime::cluster::{Cluster, spread};
 use clasp_runtime::planner::stats::MigrationRecord;
 use clasp_runtime::planner::{DiscardSink, Input, PlannerConfig};
 use clasp_runtime::routing::RoutingPlan;
 use clasp_runtime::scaling::ScalingLoop;
+use rand::{RngExt, SeedableRng};
 use std::sync::Arc;
 
 /// Lines of 10 words drawn uniformly from `keys` distinct words, so every key is seen.
 fn lines(keys: u64, n: usize, seed: u64) -> Arc<Vec<Vec<u8>>> {
-    let mut rng = SplitMix64::new(seed);
+    let mut rng = SeededRng::seed_from_u64(seed);
     Arc::new(
         (0..n)
             .map(|i| {
@@ -28,7 +29,11 @@ fn lines(keys: u64, n: usize, seed: u64) -> Arc<Vec<Vec<u8>>> {
                 let words: Vec<String> = (0..10)
                     .map(|j| {
                         let k = i as u64 * 10 + j;
-                        if k < keys { format!("key{k}") } else { format!("key{}", rng.below(keys)) }
+                        if k < keys {
+                            format!("key{k}")
+                        } else {
+                            format!("key{}", rng.random_range(0..keys.max(1)))
+                        }
                     })
                     .collect();
                 words.join(" ").into_bytes()
