@@ -344,6 +344,7 @@ fn rate_search<'a>(
         variant: input.config.packing,
         max_workers,
         tolerance: input.config.rate_tolerance,
+        floor: input.config.rate_floor,
     }
 }
 
@@ -503,11 +504,39 @@ mod tests {
         let inp = input(&p, &stats, 1e6, &cfg);
         let d = Policy::Clasp.decide_cached(&inp, &mut cache).unwrap();
         assert!(d.limited && d.workers <= 4 && d.target_rate < 1e6);
-        // 50 requests/s more does not fit (the search's tolerance).
-        let proj = inp.projection().unwrap().at_rate(d.target_rate + cfg.rate_tolerance);
+        // 1 % more does not fit (the search's tolerance).
+        let proj = inp.projection().unwrap().at_rate(d.target_rate / (1.0 - cfg.rate_tolerance));
         assert!(inp.packer(&proj, &d.order).pack(4).is_err());
         assert_eq!(Policy::Clasp.decide_cached(&inp, &mut cache).unwrap(), d);
         assert_eq!(cache.hits(), 1);
+    }
+
+    /// A chain that one worker holds at 765,000 / 29,038.5 ≈ 26 requests/s, and β so large
+    /// that a split barely pays. The search used to stop at an absolute width of 50
+    /// requests/s, before any rate that packs, and answered 0.
+    #[test]
+    fn the_worker_limit_at_small_rates_is_not_zero() {
+        let p = crate::testing::pipeline(
+            "[[source]]\nname = \"in\"\n[[operator]]\nname = \"a\"\nservice_time_us = 14500\n\
+             [[operator]]\nname = \"b\"\nservice_time_us = 14500\n\
+             [[stream]]\nfrom = \"in\"\nto = \"a\"\n[[stream]]\nfrom = \"a\"\nto = \"b\"\n",
+        );
+        let cfg = PlanConfig { max_workers: 3, ..PlanConfig::default() };
+        let c = Coefficients { beta: 1e6, ..Coefficients::PAPER };
+        let stats = crate::projection::spec_observation(&p, 1000.0, &cfg, &c);
+        let inp = PlanInput { coefficients: c, ..input(&p, &stats, 1000.0, &cfg) };
+        let d = Policy::Clasp.decide(&inp).unwrap();
+        assert!(d.limited && d.target_rate > 0.0, "{}", d.target_rate);
+        // At least what one worker holds with everything local: 29,000 µs + α per request.
+        let one_worker = BUDGET / (29_000.0 + c.alpha);
+        assert!(d.target_rate >= one_worker * (1.0 - cfg.rate_tolerance), "{}", d.target_rate);
+        assert!(d.placement.operators.iter().all(|o| o.demand > 0.0));
+        assert!(d.loads.iter().all(|l| l.load <= BUDGET * (1.0 + 1e-9)), "{:?}", d.loads);
+        // The cached path gives the same answer.
+        let mut cache = LimitCache::default();
+        assert_eq!(Policy::Clasp.decide_cached(&inp, &mut cache).unwrap(), d);
+        assert_eq!(Policy::Clasp.decide_cached(&inp, &mut cache).unwrap(), d);
+        assert_eq!((cache.hits(), cache.rate()), (1, Some(d.target_rate)));
     }
 
     #[test]
