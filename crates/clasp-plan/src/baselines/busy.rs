@@ -1,28 +1,28 @@
-//! Busy time: how long an operator's executions hold their executor slots. DS2 calls it
-//! *useful time* and derives true processing rates from it (records processed per second of
-//! useful time per instance); Flink's autoscaler reads it as `busyTimeMsPerSecond`. Both are
-//! wall-clock time on the instance's thread, so on a worker whose slots share fewer cores than
-//! there are slots, an execution is busy for longer than the CPU time it needs.
+//! Busy time: how long an operator's instances are busy with a request. DS2 calls it *useful
+//! time* and derives true processing rates from it (records processed per second of useful
+//! time per instance); Flink's autoscaler reads it as `busyTimeMsPerSecond`. In both an
+//! instance is a thread and its busy time is wall-clock time: with a request to work on it is
+//! busy, running or waiting for the CPU. On a clasp worker the instances share its executor
+//! slots and the slots share its CPU, so a busy instance may also wait for a slot (where a
+//! placement gives a worker more instances than slots, as Flink's slot sharing does), and an
+//! execution takes longer than the CPU time it needs.
 //!
 //! clasp's statistics report τ̄, the mean *execution time* per request. What it measures
-//! differs: the runtime times an execution by the wall clock (preemption by the worker's other
-//! slots included), the simulator reports the execution's CPU work, whatever share of the
-//! worker's W̄ it ran at. Neither report carries the number of slots busy at a time, which is
-//! what turns one into the other. It is known on a saturated worker (queue and wait over their
-//! thresholds): every slot that may take a request holds one. There, with k_w busy slots, Little's
-//! law gives Σ_o N_{w,o}·B_{w,o} = k_w·10⁶ µs/s, and dividing the busy slots among the operators
-//! in proportion to their execution time gives each request's busy time
+//! differs: the runtime times an execution by the wall clock, the simulator reports the
+//! execution's CPU work, whatever share of the worker's W̄ it ran at. Neither report says how
+//! many instances were busy at a time, which is what turns one into the other. It is known on a
+//! saturated worker (queue and wait over their thresholds): requests wait for every instance,
+//! so each is busy all the time, and Little's law gives each request's busy time
 //!
 //! ```text
-//! B_{w,o} = τ̄_{w,o} · max(1, k_w · 10⁶ / Σ_o N_{w,o} τ̄_{w,o}),   k_w = min(slots_w, Σ_o P_{w,o})
+//! B_{w,o} = max(τ̄_{w,o}, P_{w,o} · 10⁶ / N_{w,o})
 //! ```
 //!
-//! which is τ̄ again where τ̄ already is slot time (the runtime's wall clock: the sum is then
-//! k_w·10⁶ itself) and τ̄ stretched by the slots' sharing of the CPU where it is CPU time (the
-//! simulator: slots·10⁶ / W̄ on a saturated worker). On a worker that is not saturated, the
-//! busy slots are not in the statistics and τ̄ stands for the busy time. The division among
-//! operators in proportion to execution time also attributes each execution's dispatch of
-//! chained requests in that proportion: the statistics do not split dispatch by operator.
+//! (DS2's true rate is then the observed rate per instance, N_{w,o} / P_{w,o}). Without the
+//! running placement the instances are not known; then all the worker's slots count as busy
+//! and are divided among the operators in proportion to their execution time,
+//! B_{w,o} = τ̄_{w,o} · max(1, slots · 10⁶ / Σ_o N_{w,o} τ̄_{w,o}). On a worker that is not
+//! saturated the busy instances are not in the statistics, and τ̄ stands for the busy time.
 
 use clasp_core::placement::Placement;
 use clasp_core::stats::{ObservedStats, WorkerStats};
@@ -75,29 +75,33 @@ impl OperatorBusy {
 }
 
 /// The busy time of every operator of `p`, indexed by operator. With per-worker rows, from
-/// them as the module docs derive; without, N_o·τ̄_o from the operator rows. `current` (the
-/// placement the statistics were observed under) gives the instances per worker; without it a
-/// saturated worker counts all its slots as busy.
+/// them as the module docs derive; without, N_o·τ̄_o from the operator rows. `current` is the
+/// placement the statistics were observed under.
 pub fn busy_times(
     p: &Pipeline,
     stats: &ObservedStats,
     current: Option<&Placement>,
 ) -> Vec<OperatorBusy> {
     let current = current.filter(|c| c.check(p).is_ok());
-    let stretch: Vec<f64> = stats.workers.iter().map(|w| stretch(w, current)).collect();
+    let slot_stretch: Vec<f64> = stats.workers.iter().map(slot_stretch).collect();
     p.operators
         .iter()
         .map(|op| {
             let workers: Vec<WorkerBusy> = stats
                 .workers
                 .iter()
-                .zip(&stretch)
-                .filter_map(|(row, &s)| {
+                .zip(&slot_stretch)
+                .filter_map(|(row, &stretch)| {
                     let o = row.operators.iter().find(|o| o.name == op.name)?;
                     let processed = finite_non_negative(o.processed_rate);
                     let worker = WorkerId(row.worker);
                     let instances = current.map(|c| instances_on(c, op.id.index(), worker));
-                    let busy = processed * finite_non_negative(o.exec_time_us) * s;
+                    let exec = processed * finite_non_negative(o.exec_time_us);
+                    let busy = match instances {
+                        _ if !row.saturated => exec,
+                        Some(n) if n > 0 => exec.max(f64::from(n) * 1e6),
+                        _ => exec * stretch,
+                    };
                     (processed > 0.0).then_some(WorkerBusy { worker, processed, busy, instances })
                 })
                 .collect();
@@ -114,17 +118,11 @@ pub fn busy_times(
         .collect()
 }
 
-/// Busy time per µs of execution time on worker `w` (module docs): 1 unless it was saturated.
-fn stretch(w: &WorkerStats, current: Option<&Placement>) -> f64 {
+/// Busy time per µs of execution time on a saturated worker whose instances are not known:
+/// all its slots busy, shared in proportion to execution time (module docs).
+fn slot_stretch(w: &WorkerStats) -> f64 {
     let exec = finite_non_negative(w.exec_load);
-    if !w.saturated || exec <= 0.0 || w.slots == 0 {
-        return 1.0;
-    }
-    let placed = current.map_or(u32::MAX, |c| {
-        (0..c.operators.len()).map(|o| instances_on(c, o, WorkerId(w.worker))).sum()
-    });
-    let busy_slots = f64::from(w.slots.min(placed).max(1));
-    (busy_slots * 1e6 / exec).max(1.0)
+    if exec > 0.0 { (f64::from(w.slots) * 1e6 / exec).max(1.0) } else { 1.0 }
 }
 
 /// P_{w,o} under `placement` (0 if `o` has no share on `w`).
@@ -177,10 +175,10 @@ mod tests {
     }
 
     #[test]
-    fn saturated_workers_stretch_execution_time_to_slot_time() {
+    fn every_instance_of_a_saturated_worker_is_busy() {
         let p = pipeline(CHAIN);
         // Worker 0 saturated at 850,000 µs/s of execution: a 100 × 500 µs, b 700 × 1,142.857 µs.
-        // Worker 1 idle enough: a 100 × 500 µs, b 100 × 1,000 µs.
+        // Worker 1 not saturated: a 100 × 500 µs, b 100 × 1,000 µs.
         let b_exec = 800_000.0 / 700.0;
         let stats = ObservedStats {
             workers: vec![
@@ -189,24 +187,27 @@ mod tests {
             ],
             ..ObservedStats::default()
         };
-        // Worker 0 runs 2 + 6 = 8 instances: 8 busy slots of its 10.
+        // Worker 0 runs 2 instances of a and 6 of b, busy all the time: 2 s/s and 6 s/s.
         let current = placed([[2, 6], [1, 1]]);
         let busy = busy_times(&p, &stats, Some(&current));
-        let s0 = 8e6 / 850_000.0;
-        let a = &busy[0];
-        assert_eq!(a.processed, 200.0);
-        assert!((a.busy - (100.0 * 500.0 * s0 + 100.0 * 500.0)).abs() < 1e-6);
-        let b = &busy[1];
-        assert!((b.busy - (800_000.0 * s0 + 100_000.0)).abs() < 1e-6);
-        // Little's law on worker 0: busy µs per second = busy slots · 10⁶.
-        assert!((a.workers[0].busy + b.workers[0].busy - 8e6).abs() < 1e-6);
-        // The busiest instance of b: worker 0's six share 8e6 · 800/850 µs/s.
-        let max_b = 800_000.0 * s0 / 6e6;
-        assert!((b.max_instance_busy().unwrap() - max_b).abs() < 1e-12);
-        // Without the placement every slot of a saturated worker counts as busy.
+        let (a, b) = (&busy[0], &busy[1]);
+        assert_eq!((a.processed, a.busy), (200.0, 2e6 + 100.0 * 500.0));
+        assert_eq!((b.processed, b.busy), (800.0, 6e6 + 100.0 * 1000.0));
+        assert_eq!(b.per_request_us(), 6.1e6 / 800.0);
+        // DS2's true rate on worker 0 is the rate per instance: 700 / 6 requests/s.
+        assert!((1e6 / (b.workers[0].busy / b.workers[0].processed) - 700.0 / 6.0).abs() < 1e-9);
+        // The busiest instances are worker 0's; worker 1's one instance of b is 0.1 busy.
+        assert_eq!(b.max_instance_busy(), Some(1.0));
+        assert_eq!(b.workers[1].busy / 1e6, 0.1);
+        // Without the placement every slot of a saturated worker counts as busy, shared in
+        // proportion to execution time.
         let all = busy_times(&p, &stats, None);
         assert!((all[1].workers[0].busy - 800_000.0 * 1e7 / 850_000.0).abs() < 1e-6);
+        assert_eq!(all[1].workers[1].busy, 100_000.0);
         assert_eq!(all[1].max_instance_busy(), None);
+        // Slot sharing: 4 + 12 instances on 10 slots are all busy, waiting for a slot or not.
+        let shared = busy_times(&p, &stats, Some(&placed([[4, 12], [1, 1]])));
+        assert_eq!((shared[0].workers[0].busy, shared[1].workers[0].busy), (4e6, 12e6));
     }
 
     #[test]
@@ -232,14 +233,15 @@ mod tests {
     }
 
     #[test]
-    fn a_worker_slower_than_its_slots_is_not_stretched_below_execution_time() {
-        // A wall-clock execution load above slots · 10⁶ (more threads than slots) keeps τ̄.
+    fn busy_time_is_never_below_execution_time() {
+        // A wall-clock execution load above slots · 10⁶ keeps τ̄, with or without instances.
         let p = pipeline(CHAIN);
         let stats = ObservedStats {
             workers: vec![row(0, true, [(1000.0, 6000.0), (1000.0, 6000.0)])],
             ..ObservedStats::default()
         };
-        let busy = busy_times(&p, &stats, None);
-        assert_eq!(busy[0].per_request_us(), 6000.0);
+        assert_eq!(busy_times(&p, &stats, None)[0].per_request_us(), 6000.0);
+        let one = Placement::single_worker(&p, &[2, 2]);
+        assert_eq!(busy_times(&p, &stats, Some(&one))[0].per_request_us(), 6000.0);
     }
 }

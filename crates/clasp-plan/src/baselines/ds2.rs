@@ -7,7 +7,7 @@
 //!
 //! Useful time is wall-clock time on the instance, which on a worker whose slots share its CPU
 //! is longer than the execution time the statistics report: [`super::busy`] reconstructs it
-//! (on saturated workers, where the busy slots are known) and docs/model-notes.md explains why
+//! (on saturated workers, where every instance is busy) and docs/model-notes.md explains why
 //! taking the execution time for it made DS2 ask for one or two workers at any rate.
 //!
 //! Placement: the instances, in topological operator order, are laid out over the workers in
@@ -298,11 +298,11 @@ to = "d"
 
     /// WC observed on one saturated worker of 10 slots: split 1 instance, count 9, at
     /// Λ = 850,000 / 4,400 ≈ 193 lines/s (400 µs per split and per word count, W̄ all used).
-    /// Every slot is busy, so each request holds its slot 400 µs · 10 · 10⁶ / 850,000. Twice
-    /// the rate needs ⌈2Λ · B⌉ splits and ⌈20Λ · B⌉ counts: three workers. Taking the 400 µs
-    /// for the busy time, DS2 would stay on one.
+    /// Every instance is busy all the time, so DS2's true rate is the rate per instance: twice
+    /// the rate needs twice the instances, 2 splits and 18 counts, two workers. Taking the
+    /// 400 µs for the busy time, DS2 would stay on one.
     #[test]
-    fn a_saturated_worker_scales_out_by_its_slot_time() {
+    fn a_saturated_worker_scales_out_by_its_rate_per_instance() {
         let path =
             std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../pipelines/wc.toml");
         let p = clasp_core::spec::load(&path).unwrap();
@@ -327,16 +327,19 @@ to = "d"
             ..ObservedStats::default()
         };
         let current = Placement::single_worker(&p, &[1, 9]);
+        let cfg = Config::default();
+        // ⌈2Λ / (Λ/1)⌉ and ⌈20Λ / (10Λ/9)⌉.
+        assert_eq!(parallelism(&p, &stats, 2.0 * lambda, Some(&current), &cfg), [2, 18]);
+        assert_eq!(worker_count(&p, &stats, 2.0 * lambda, Some(&current), &cfg), 2);
+        // Without the placement all 10 slots count as busy, shared by execution time: each
+        // request holds one 400 µs · 10 · 10⁶ / 850,000.
         let busy = 400.0 * 10.0 * 1e6 / 850_000.0;
         let want = [(2.0 * lambda * busy / 1e6).ceil(), (20.0 * lambda * busy / 1e6).ceil()];
         assert_eq!(want, [2.0, 19.0]);
-        let cfg = Config::default();
-        let got = parallelism(&p, &stats, 2.0 * lambda, Some(&current), &cfg);
+        let got = parallelism(&p, &stats, 2.0 * lambda, None, &cfg);
         assert_eq!(got, want.map(|x| x as u32));
-        assert_eq!(worker_count(&p, &stats, 2.0 * lambda, Some(&current), &cfg), 3);
-        // Without the placement a saturated worker's every slot counts as busy: the same.
-        assert_eq!(parallelism(&p, &stats, 2.0 * lambda, None, &cfg), got);
-        // The same worker unsaturated (its execution time is then its busy time).
+        assert_eq!(worker_count(&p, &stats, 2.0 * lambda, None, &cfg), 3);
+        // The same worker unsaturated: its execution time is its busy time.
         let mut idle = stats.clone();
         idle.workers[0].saturated = false;
         assert_eq!(parallelism(&p, &idle, 2.0 * lambda, Some(&current), &cfg), [1, 2]);

@@ -322,7 +322,7 @@ fn scale(v: &Vertex, keyed: bool, cfg: &Config) -> u32 {
     if factor.is_nan() {
         return v.current;
     }
-    let factor = factor.clamp(1.0 - cfg.max_scale_down_factor, 1.0 + cfg.max_scale_up_factor);
+    let factor = factor.max(1.0 - cfg.max_scale_down_factor).min(1.0 + cfg.max_scale_up_factor);
     let raw = (factor * f64::from(v.current)).ceil().min(f64::from(i32::MAX));
     let lower = v.current.min(cfg.vertex_min_parallelism);
     let upper = v.current.max(cfg.vertex_max_parallelism);
