@@ -33,12 +33,13 @@
 //! the others' follow the subtasks.
 //!
 //! **Where clasp's statistics stand in for Flink's metrics**: busy time is the execution time
-//! per request turned into slot time ([`super::busy`]); records are requests; the source's
-//! input rate is the target rate decided for (the planner's arrivals, which already include
-//! what Flink adds as the lag's growth rate); the backlog is the planner queue plus the
-//! requests queued at workers, counted in inputs (divided by the requests one input makes).
-//! Observations are averaged over the state machine's decision window, not
-//! `metrics.window` (15 min).
+//! per operator, except on saturated workers, where every subtask counts as busy all the time
+//! ([`super::busy`]; the statistics do not say how busy the subtasks of other workers were);
+//! records are requests; the source's input rate is the target rate decided for (the
+//! planner's arrivals, which already include what Flink adds as the lag's growth rate); the
+//! backlog is the planner queue plus the requests queued at workers, counted in inputs
+//! (divided by the requests one input makes). Observations are averaged over the state
+//! machine's decision window, not `metrics.window` (15 min).
 //!
 //! **Not modelled**: the observed-TPR switch while catching up (it needs the lag over time),
 //! restart-time tracking (off by default), ineffective scale-up detection (off by default),
