@@ -48,7 +48,7 @@ pub struct Args {
     /// pattern ends.
     #[arg(long, value_parser = super::duration::parse)]
     pub duration: Option<Duration>,
-    /// Scaling policy: clasp, faasflow, zhang24, ds2, faasflow-sp, zhang24-sp or static.
+    /// Scaling policy: clasp, faasflow, zhang24, ds2, flink, faasflow-sp, zhang24-sp or static.
     #[arg(long, default_value = "static")]
     pub policy: Policy,
     /// Most workers a policy may use.

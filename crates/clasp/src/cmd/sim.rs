@@ -20,7 +20,7 @@ pub struct Args {
     /// Run CLASP's placement over exactly this many workers for the whole run.
     #[arg(long, value_parser = parse_workers)]
     pub workers: Option<u32>,
-    /// Start on one worker and scale with this policy: clasp, faasflow, zhang24, ds2,
+    /// Start on one worker and scale with this policy: clasp, faasflow, zhang24, ds2, flink,
     /// faasflow-sp, zhang24-sp or static.
     #[arg(long)]
     pub policy: Option<Policy>,
