@@ -113,6 +113,9 @@ pub enum BenchError {
     /// Bad arguments (reported before anything runs).
     #[error("{0}")]
     Config(String),
+    /// An application, its input or its profile is not available.
+    #[error(transparent)]
+    App(#[from] clasp_apps::AppError),
     /// A `--set` key the experiment does not take.
     #[error(
         "unknown setting `{key}` for `{experiment}` on the {engine} engine{}; it takes: {valid}",

@@ -66,7 +66,7 @@ fn corpus(s: &Settings, seed: u64) -> Result<(Lines, String), BenchError> {
         }
         None => {
             let n = s.lines.get();
-            let def = clasp_apps::inputs::source("wc", None).map_err(BenchError::Config)?;
+            let def = clasp_apps::inputs::source("wc", None)?;
             (def.generator(n, seed), format!("{n} lines of `clasp gen wc --seed {seed}`"))
         }
     };
