@@ -147,6 +147,15 @@ impl Planner {
             parts.moved_groups() as u64,
             done,
         );
+        tracing::info!(
+            "migration to epoch {epoch} done in {:.1} ms: {} key groups, {} keys ({} bytes) and {} queued requests moved; worst worker pause {:.1} ms",
+            record.planner_ms,
+            record.groups,
+            record.keys,
+            record.bytes,
+            record.requests,
+            record.max_worker_pause_ms
+        );
         self.migrations.push(record.clone());
         Ok(record)
     }
