@@ -202,11 +202,13 @@ fn families(s: &Snapshot) -> Vec<MetricFamily> {
             f64::from(w.destinations),
         );
         f.gauge("clasp_worker_state_keys", "Keys in a worker's keyed state.", &l, n(w.state_keys));
-        for (kind, v) in [("local", w.local_requests), ("remote", w.remote_requests)] {
+    }
+    for (w, (local, remote)) in &s.chained {
+        for (kind, v) in [("local", *local), ("remote", *remote)] {
             f.counter(
                 "clasp_chained_requests_total",
                 "Chained requests dispatched, to the same worker (local) or another (remote).",
-                &[("worker", w.id.to_string()), ("kind", kind.into())],
+                &[("worker", w.to_string()), ("kind", kind.into())],
                 n(v),
             );
         }

@@ -34,7 +34,7 @@ pub(super) struct State {
     totals: BTreeMap<(usize, u32), OpTotals>,
     /// Each worker's last report and when it arrived.
     latest: BTreeMap<u32, (f64, WorkerReport)>,
-    /// Each worker's chained requests (local, remote) since it joined.
+    /// Each live worker's chained requests (local, remote) since it joined.
     chained: BTreeMap<u32, (u64, u64)>,
     history_seen: usize,
     events_seen: usize,
@@ -149,6 +149,9 @@ impl State {
         c.local_requests += r.local;
         c.remote_requests += r.remote;
         let w = self.chained.entry(r.worker.0).or_default();
+        w.0 += r.local;
+        w.1 += r.remote;
+        let w = self.snapshot.chained.entry(r.worker.0).or_default();
         w.0 += r.local;
         w.1 += r.remote;
         self.latest.insert(r.worker.0, (t, r.clone()));
@@ -283,6 +286,7 @@ impl State {
         // A worker that left keeps no row: its totals stay in the operator rows.
         let live: Vec<u32> = self.snapshot.workers.iter().map(|w| w.id).collect();
         self.latest.retain(|w, _| live.contains(w));
+        // A worker id reused after a scale-in starts its own count.
         self.chained.retain(|w, _| live.contains(w));
     }
 

@@ -46,6 +46,8 @@ pub struct Snapshot {
     pub migration_durations: Buckets,
     /// Worker pauses during migrations, one per worker and migration.
     pub migration_pauses: Buckets,
+    /// Chained requests (local, remote) by worker id over the run, departed workers included.
+    pub chained: std::collections::BTreeMap<u32, (u64, u64)>,
     /// Mean planner queue in the last interval.
     pub planner_queue: u64,
 }

@@ -272,9 +272,15 @@ impl Planner {
     /// Asks every worker for the metrics of its current interval and waits for them, so the
     /// summary covers the whole run.
     fn final_reports(&mut self) -> Result<(), PlannerError> {
+        let workers = self.workers();
+        self.collect_reports(workers)
+    }
+
+    /// Asks `workers` for the metrics of their current interval and waits for them (before a
+    /// worker is retired, so its last interval is counted).
+    pub fn collect_reports(&mut self, mut waiting: Vec<WorkerId>) -> Result<(), PlannerError> {
         self.report_seq += 1;
         let seq = self.report_seq;
-        let mut waiting = self.workers();
         for &w in &waiting {
             self.shared.send(w, Message::ReportNow(seq));
         }

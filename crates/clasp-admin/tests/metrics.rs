@@ -1,0 +1,129 @@
+//! `/metrics` scraped during a real elastic run, checked against the run's own summary and
+//! against counts made from the input itself, and validated by `promtool check metrics`.
+
+mod common;
+
+use clasp_core::input::LineSource;
+use clasp_plan::autoscaler::Mode;
+use clasp_runtime::job::RescaleAt;
+use common::{Run, get, sample, samples, tool};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+const RECORDS: u64 = 9_600;
+const BATCH: u32 = 16;
+
+/// The words of the generated input, counted from scratch.
+fn words_in_input() -> u64 {
+    let def = clasp_apps::inputs::source("wc", None).unwrap();
+    let mut reader = def.generator(RECORDS, 7);
+    let (mut line, mut words) = (Vec::new(), 0);
+    while reader.next_line(&mut line).unwrap() {
+        clasp_apps::wc::for_each_word(&line, |_| words += 1);
+    }
+    words
+}
+
+fn sum(text: &str, name: &str, label: &str) -> f64 {
+    samples(text, name).filter(|(s, _)| s.contains(label)).map(|(_, v)| v).sum()
+}
+
+/// Runs promtool's linter on an exposition; returns what it reported.
+fn promtool(exposition: &str) -> Option<(bool, String)> {
+    let promtool = tool(&["promtool"], "CLASP_REQUIRE_PROMTOOL", "prometheus")?;
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(exposition.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some((out.status.success(), report))
+}
+
+#[test]
+fn scraped_metrics_match_the_runs_summary_and_pass_promtool() {
+    let run = Run {
+        pipeline: common::pipeline("wc.toml"),
+        workers: 1,
+        rescales: vec![
+            RescaleAt { after_requests: 150, workers: 3 },
+            RescaleAt { after_requests: 400, workers: 2 },
+        ],
+        records: RECORDS,
+        batch: BATCH,
+        rate: 400.0,
+        mode: Mode::Act,
+    };
+    let mut seen_records = Vec::new();
+    let mut mid_run = String::new();
+    let (out, server, _obs) = run.run(|addr, _| {
+        let (status, text) = get(addr, "/metrics");
+        assert_eq!(status, 200);
+        seen_records.push(sample(&text, "clasp_input_records_total").unwrap());
+        if sample(&text, "clasp_workers_active") == Some(3.0) {
+            mid_run = text;
+        }
+    });
+    assert!(seen_records.len() >= 3, "scraped {} times during the run", seen_records.len());
+    assert!(seen_records.windows(2).all(|w| w[0] <= w[1]), "a counter fell: {seen_records:?}");
+    let (status, text) = get(server.addr(), "/metrics");
+    assert_eq!(status, 200);
+    let s = &out.summary;
+    let m = |name: &str| sample(&text, name).unwrap_or_else(|| panic!("no {name} in\n{text}"));
+    // Against the input itself.
+    assert_eq!(m("clasp_input_records_total"), RECORDS as f64);
+    assert_eq!(m("clasp_input_requests_total"), RECORDS.div_ceil(u64::from(BATCH)) as f64);
+    assert_eq!(sum(&text, "clasp_operator_records_in_total", "operator=\"split\""), RECORDS as f64);
+    assert_eq!(
+        sum(&text, "clasp_operator_records_in_total", "operator=\"count\""),
+        words_in_input() as f64
+    );
+    // Against the run's summary.
+    assert_eq!(m("clasp_input_records_total"), s.input_records as f64);
+    assert_eq!(m("clasp_chains_completed_total"), s.completed as f64);
+    assert_eq!(m("clasp_end_to_end_latency_seconds_count"), s.completed as f64);
+    assert_eq!(m("clasp_workers_active"), f64::from(out.placement.workers));
+    assert_eq!(out.placement.workers, 2);
+    assert_eq!(sum(&text, "clasp_chained_requests_total", "kind=\"local\""), s.local_requests as f64);
+    assert_eq!(
+        sum(&text, "clasp_chained_requests_total", "kind=\"remote\""),
+        s.remote_requests as f64
+    );
+    for (i, o) in s.operators.iter().enumerate() {
+        let label = format!("operator=\"{}\"", o.name);
+        assert_eq!(sum(&text, "clasp_operator_requests_in_total", &label), o.processed as f64);
+        assert_eq!(sum(&text, "clasp_operator_records_out_total", &label), o.emitted as f64, "{i}");
+    }
+    let events = &out.stats.scaling_events;
+    assert_eq!(events.len(), 2);
+    assert_eq!(m("clasp_rescalings_total{reason=\"requested\"}"), events.len() as f64);
+    assert_eq!(m("clasp_migration_duration_seconds_count"), s.migrations.len() as f64);
+    let pauses: usize = s.migrations.iter().map(|r| r.workers.len()).sum();
+    assert_eq!(m("clasp_migration_worker_pause_seconds_count"), pauses as f64);
+    let keys: u64 = events.iter().map(|e| e.keys_moved).sum();
+    assert_eq!(m("clasp_migration_keys_moved_total"), keys as f64);
+    assert_eq!(m("clasp_run_finished"), 1.0);
+    for exposition in [&text, &mid_run].into_iter().filter(|t| !t.is_empty()) {
+        if let Some((ok, report)) = promtool(exposition) {
+            assert!(ok && report.trim().is_empty(), "promtool check metrics:\n{report}");
+        }
+    }
+}
+
+#[test]
+fn promtool_rejects_a_broken_exposition() {
+    // The check above can fail: promtool refuses a counter without `_total` and a gauge that
+    // has one.
+    let broken = "# HELP clasp_x_total x\n# TYPE clasp_x_total gauge\nclasp_x_total 1\n# HELP clasp_y y\n# TYPE clasp_y counter\nclasp_y 1\n";
+    if let Some((ok, report)) = promtool(broken) {
+        assert!(!ok || !report.trim().is_empty(), "promtool accepted:\n{broken}");
+    }
+}
