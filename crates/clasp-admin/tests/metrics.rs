@@ -40,11 +40,8 @@ fn promtool(exposition: &str) -> Option<(bool, String)> {
         .unwrap();
     child.stdin.take().unwrap().write_all(exposition.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let report =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     Some((out.status.success(), report))
 }
 
@@ -92,7 +89,10 @@ fn scraped_metrics_match_the_runs_summary_and_pass_promtool() {
     assert_eq!(m("clasp_end_to_end_latency_seconds_count"), s.completed as f64);
     assert_eq!(m("clasp_workers_active"), f64::from(out.placement.workers));
     assert_eq!(out.placement.workers, 2);
-    assert_eq!(sum(&text, "clasp_chained_requests_total", "kind=\"local\""), s.local_requests as f64);
+    assert_eq!(
+        sum(&text, "clasp_chained_requests_total", "kind=\"local\""),
+        s.local_requests as f64
+    );
     assert_eq!(
         sum(&text, "clasp_chained_requests_total", "kind=\"remote\""),
         s.remote_requests as f64

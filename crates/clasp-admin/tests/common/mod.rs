@@ -8,6 +8,7 @@ use clasp_core::{Pipeline, SourceId};
 use clasp_plan::PlanConfig;
 use clasp_plan::Policy;
 use clasp_plan::autoscaler::{AutoscalerConfig, Mode};
+use clasp_plan::estimator::EstimatorConfig;
 use clasp_runtime::cluster::Launch;
 use clasp_runtime::job::{self, Job, JobOutput, RescaleAt};
 use clasp_runtime::observe::Observatory;
@@ -38,9 +39,12 @@ pub fn wide_pipeline(n: usize) -> Pipeline {
     }
     names.extend(["tail1".to_string(), "tail2".to_string()]);
     for name in &names {
-        spec += &format!("\n[[operator]]\nname = \"{name}\"\nkind = \"map\"\nfunction = \"syn.noop\"\n");
+        spec += &format!(
+            "\n[[operator]]\nname = \"{name}\"\nkind = \"map\"\nfunction = \"syn.noop\"\n"
+        );
     }
-    let mut stream = |from: &str, to: &str| spec += &format!("\n[[stream]]\nfrom = \"{from}\"\nto = \"{to}\"\n");
+    let mut stream =
+        |from: &str, to: &str| spec += &format!("\n[[stream]]\nfrom = \"{from}\"\nto = \"{to}\"\n");
     stream("input", "head1");
     stream("head1", "head2");
     for b in 1..=4 {
@@ -76,7 +80,21 @@ impl Run {
         planner.settings.interval_ms = 200;
         let scaling = AutoscalerConfig {
             policy: Policy::Static,
-            plan: PlanConfig { slots_per_worker: slots, max_workers: 10, ..PlanConfig::default() },
+            plan: PlanConfig {
+                slots_per_worker: slots,
+                max_workers: 10,
+                // As `clasp run` starts it: this runtime's order of magnitude.
+                estimator: EstimatorConfig {
+                    local_scale: 0.2,
+                    remote_scale: 1.0,
+                    destinations_scale: 100.0,
+                    load_scale: f64::from(slots) * 1e6,
+                    initial_capacity: f64::from(slots) * 1e6,
+                    min_remote_rate: 0.0,
+                    ..EstimatorConfig::default()
+                },
+                ..PlanConfig::default()
+            },
             batch_size: self.batch,
             mode: self.mode,
             ..AutoscalerConfig::default()
@@ -192,9 +210,15 @@ pub fn tool(candidates: &[&str], require: &str, package: &str) -> Option<PathBuf
     });
     match (found, std::env::var_os(require).is_some_and(|v| !v.is_empty() && v != "0")) {
         (Some(p), _) => Some(p),
-        (None, true) => panic!("{} not found and {require} is set: install Debian's `{package}` (scripts/setup.sh)", candidates.join(" or ")),
+        (None, true) => panic!(
+            "{} not found and {require} is set: install Debian's `{package}` (scripts/setup.sh)",
+            candidates.join(" or ")
+        ),
         (None, false) => {
-            eprintln!("SKIPPED: {} not found (install Debian's `{package}`, scripts/setup.sh; set {require}=1 to make this a failure)", candidates.join(" or "));
+            eprintln!(
+                "SKIPPED: {} not found (install Debian's `{package}`, scripts/setup.sh; set {require}=1 to make this a failure)",
+                candidates.join(" or ")
+            );
             None
         }
     }
