@@ -4,7 +4,6 @@
 mod common;
 
 use clasp_admin::AdminServer;
-use clasp_core::input::LineSource;
 use clasp_plan::autoscaler::Mode;
 use clasp_runtime::job::{JobOutput, RescaleAt};
 use clasp_runtime::observe::Observatory;

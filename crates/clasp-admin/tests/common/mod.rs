@@ -26,7 +26,7 @@ pub fn pipeline(name: &str) -> Pipeline {
 
 /// A pipeline of `n` no-op operators: a head of two, four branches, a tail of two.
 pub fn wide_pipeline(n: usize) -> Pipeline {
-    assert!(n >= 8 && (n - 4) % 4 == 0, "2 + 4 branches + 2 operators");
+    assert!(n >= 8 && (n - 4).is_multiple_of(4), "2 + 4 branches + 2 operators");
     let per_branch = (n - 4) / 4;
     let mut spec = String::from(
         "[pipeline]\nname = \"wide\"\ndescription = \"no-op operators in four branches\"\n\n[[source]]\nname = \"input\"\n\n[[sink]]\nname = \"out\"\n",
