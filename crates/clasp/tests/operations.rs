@@ -187,3 +187,32 @@ fn a_bad_config_file_fails_before_anything_starts() {
     );
     assert_eq!(stderr.trim(), expected);
 }
+
+#[test]
+fn the_example_config_file_is_accepted_and_its_origins_shown() {
+    let out = clasp()
+        .args([
+            "--config",
+            "deploy/clasp.toml",
+            "config",
+            "print",
+            "run",
+            "--",
+            "pipelines/wc.toml",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let example = std::fs::read_to_string(root().join("deploy/clasp.toml")).unwrap();
+    let line_of = |needle: &str| example.lines().position(|l| l.starts_with(needle)).unwrap() + 1;
+    for (key, shown) in [
+        ("policy", "policy = \"clasp\""),
+        ("service_time", "service_time = [\"count=50:sleep\"]"),
+        ("address", "address = \"127.0.0.1:9898\""),
+    ] {
+        let line = text.lines().find(|l| l.starts_with(&format!("{key} = "))).unwrap();
+        let origin = format!("# file deploy/clasp.toml:{}", line_of(&format!("{key} = ")));
+        assert!(line.starts_with(shown) && line.ends_with(&origin), "{line}");
+    }
+}

@@ -12,7 +12,7 @@
 //! the α and β they take as this runtime's true costs are the ones measured in the same run.
 
 use crate::engine::runtime::testbed::NativeCosts;
-use crate::engine::runtime::watch::Watch;
+use crate::engine::runtime::watch::{Watch, WatchCost};
 use crate::engine::runtime::{children_cpu, pipeline_from, sig, worker_processes};
 use crate::report::{Output, Report, Table};
 use crate::settings::Scope;
@@ -88,6 +88,8 @@ pub struct Measurement {
     pub slots: u32,
     /// α: worker CPU per local chained request (ns).
     pub alpha_ns: f64,
+    /// What observing the runs cost (with the admin server).
+    pub observing: Option<WatchCost>,
     /// β: worker CPU per remote chained request, send and receive sides (ns).
     pub beta_ns: f64,
 }
@@ -151,7 +153,8 @@ pub fn measure_watched(inputs: u64, slots: u32, admin: bool) -> Result<Measureme
         .map_err(|_| BenchError::Config(format!("--set inputs={inputs}: too many")))?;
     let short = pipeline_from(&syn_chain(1), "syn1")?;
     let long = pipeline_from(&syn_chain(10), "syn10")?;
-    let (base_cpu, base_wall, _, _) = run_syn(&short, 1, n, 1, slots, admin)?;
+    let mut cost = WatchCost::default();
+    let (base_cpu, base_wall, _, _) = run_syn(&short, 1, n, 1, slots, admin, &mut cost)?;
     let mut cases = vec![Case {
         name: "SYN-1 (no chained requests)",
         workers: 1,
@@ -162,14 +165,15 @@ pub fn measure_watched(inputs: u64, slots: u32, admin: bool) -> Result<Measureme
         per_request_ns: None,
     }];
     for (name, workers) in [("SYN-10, all local (alpha)", 1), ("SYN-10, all remote (beta)", 2)] {
-        let (cpu, wall, local, remote) = run_syn(&long, workers, n, 1, slots, admin)?;
+        let (cpu, wall, local, remote) = run_syn(&long, workers, n, 1, slots, admin, &mut cost)?;
         let chained = (local + remote).max(1);
         let ns = (cpu.as_secs_f64() - base_cpu.as_secs_f64()).max(0.0) * 1e9 / chained as f64;
         cases.push(Case { name, workers, cpu, wall, local, remote, per_request_ns: Some(ns) });
     }
     let alpha_ns = cases[1].per_request_ns.unwrap_or(0.0);
     let beta_ns = cases[2].per_request_ns.unwrap_or(0.0);
-    Ok(Measurement { cases, inputs, slots, alpha_ns, beta_ns })
+    let observing = admin.then_some(cost);
+    Ok(Measurement { cases, inputs, slots, alpha_ns, beta_ns, observing })
 }
 
 /// A SYN chain of `n` no-op operators.
@@ -193,6 +197,7 @@ fn run_syn(
     batch: u32,
     slots: u32,
     admin: bool,
+    cost: &mut WatchCost,
 ) -> Result<(Duration, Duration, u64, u64), BenchError> {
     let lines: Arc<Vec<Vec<u8>>> =
         Arc::new((0..inputs).map(|i| format!("r{i}").into_bytes()).collect());
@@ -233,7 +238,7 @@ fn run_syn(
         )
         .map_err(|e| err(&e))?;
     if let Some(w) = watch {
-        w.finish()?;
+        cost.add(&w.finish()?);
     }
     c.shutdown().map_err(|e| err(&e))?;
     Ok((
@@ -263,11 +268,15 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
             format!("{}x", sig(paper / ours.max(1e-9))),
         ]);
     }
-    let mut setup = vec![if s.admin {
-        "engine runtime; admin server up, /metrics and /api/v1/series fetched every second"
-            .to_owned()
-    } else {
-        "engine runtime; no admin server".to_owned()
+    let mut setup = vec![match &m.observing {
+        Some(cost) => {
+            let wall = m.cases.iter().map(|c| c.wall).sum();
+            format!(
+                "engine runtime; admin server up, /metrics and /api/v1/series fetched every second; {}",
+                cost.line(wall)
+            )
+        }
+        None => "engine runtime; no admin server".to_owned(),
     }];
     setup.extend(m.setup_lines());
     Ok(Output::from(Report {

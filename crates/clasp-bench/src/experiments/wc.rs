@@ -2,7 +2,7 @@
 //! process) and on two worker processes, on a corpus file, the whole corpus loaded before the
 //! clock starts.
 
-use crate::engine::runtime::watch::Watch;
+use crate::engine::runtime::watch::{Watch, WatchCost};
 use crate::engine::runtime::{app_pipeline, sig, worker_processes, worker_threads};
 use crate::report::{Output, Report, Table};
 use crate::settings::Scope;
@@ -99,6 +99,7 @@ fn run_once(
     launch: Launch,
     batch: u32,
     admin: bool,
+    cost: &mut WatchCost,
 ) -> Result<(f64, f64), BenchError> {
     let err = |e: &dyn std::fmt::Display| BenchError::Run(e.to_string());
     let mut cfg = PlannerConfig { batch_size: batch, ..PlannerConfig::default() };
@@ -130,7 +131,7 @@ fn run_once(
         )
         .map_err(|e| err(&e))?;
     if let Some(w) = watch {
-        w.finish()?;
+        cost.add(&w.finish()?);
     }
     c.shutdown().map_err(|e| err(&e))?;
     if s.operators[1].records != total_words {
@@ -154,6 +155,8 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
         "wc_throughput",
         &["deployment", "words/s (median)", "runs (words/s)", "seconds per run"],
     );
+    let mut cost = WatchCost::default();
+    let mut wall = 0.0;
     for (name, workers, procs) in
         [("1 worker (threads)", 1, false), ("2 worker processes", 2, true)]
     {
@@ -161,7 +164,9 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
         let mut secs = Vec::new();
         for _ in 0..repeats {
             let launch = if procs { worker_processes()? } else { worker_threads() };
-            let (r, d) = run_once(&p, &lines, total, workers, 10, launch, batch, s.admin)?;
+            let (r, d) =
+                run_once(&p, &lines, total, workers, 10, launch, batch, s.admin, &mut cost)?;
+            wall += d;
             rates.push(r);
             secs.push(d);
         }
@@ -185,7 +190,10 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
                 "{batch} lines per input request; 10 executor slots per worker; every chain completed before the clock stops"
             ),
             if s.admin {
-                "admin server up, /metrics and /api/v1/series fetched every second".into()
+                format!(
+                    "admin server up, /metrics and /api/v1/series fetched every second; {}",
+                    cost.line(std::time::Duration::from_secs_f64(wall))
+                )
             } else {
                 "no admin server".into()
             },
