@@ -4,6 +4,7 @@
 mod common;
 
 use clasp_admin::AdminServer;
+use clasp_plan::Policy;
 use clasp_plan::autoscaler::Mode;
 use clasp_runtime::job::{JobOutput, RescaleAt};
 use clasp_runtime::observe::Observatory;
@@ -34,6 +35,7 @@ fn done() -> &'static Done {
             records: RECORDS,
             batch: 16,
             rate: 400.0,
+            policy: Policy::Static,
             mode: Mode::Act,
         };
         let mut intervals = 0;

@@ -4,6 +4,7 @@
 
 mod common;
 
+use clasp_plan::Policy;
 use clasp_plan::autoscaler::Mode;
 use clasp_runtime::job::RescaleAt;
 use common::{Run, tool};
@@ -62,6 +63,7 @@ fn the_dashboard_shows_every_operator_and_charts_with_data() {
         records: 16_000,
         batch: 16,
         rate: 250.0,
+        policy: Policy::Static,
         mode: Mode::Act,
     };
     let profile = std::env::temp_dir().join(format!("clasp-dashboard-{}", std::process::id()));

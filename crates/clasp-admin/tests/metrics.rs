@@ -3,6 +3,7 @@
 
 mod common;
 
+use clasp_plan::Policy;
 use clasp_plan::autoscaler::Mode;
 use clasp_runtime::job::RescaleAt;
 use common::{Run, get, sample, samples, tool};
@@ -56,6 +57,7 @@ fn scraped_metrics_match_the_runs_summary_and_pass_promtool() {
         records: RECORDS,
         batch: BATCH,
         rate: 400.0,
+        policy: Policy::Static,
         mode: Mode::Act,
     };
     let mut seen_records = Vec::new();
@@ -191,4 +193,51 @@ fn the_prometheus_scrape_config_is_valid() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn recommend_mode_reports_its_decisions_in_the_metrics_and_the_api() {
+    // The README's main job, shortened: 50 us per word on 2-slot workers, 700 requests/s.
+    let mut pipeline = common::pipeline("wc.toml");
+    let count = pipeline.operator_id("count").unwrap();
+    pipeline.operators[count.index()].service = Some(clasp_core::pipeline::ServiceTime {
+        micros: 50.0,
+        mode: clasp_core::pipeline::ServiceMode::Sleep,
+        per: clasp_core::pipeline::ServicePer::Record,
+    });
+    let run = Run {
+        pipeline,
+        workers: 1,
+        rescales: Vec::new(),
+        records: 12_000,
+        batch: BATCH,
+        rate: 700.0,
+        policy: Policy::Clasp,
+        mode: Mode::Recommend,
+    };
+    let (out, server, _) = run.run(|_, _| {});
+    let recommended = &out.stats.recommendations;
+    assert!(recommended.iter().any(|r| r.to_workers > 1), "{recommended:?}");
+    assert!(out.stats.scaling_events.is_empty() && out.summary.migrations.is_empty());
+    let (_, text) = get(server.addr(), "/metrics");
+    assert_eq!(sum(&text, "clasp_recommendations_total", ""), recommended.len() as f64);
+    assert_eq!(samples(&text, "clasp_rescalings_total").count(), 0);
+    let last = recommended.last().unwrap();
+    assert_eq!(sample(&text, "clasp_workers_desired"), Some(f64::from(last.to_workers)));
+    assert_eq!(sample(&text, "clasp_workers_active"), Some(1.0));
+    assert!(text.contains("mode=\"recommend\""), "{text}");
+    let (_, body) = get(server.addr(), "/api/v1/events?kind=recommendation");
+    let events: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let got: Vec<(f64, u64)> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["time_s"].as_f64().unwrap(), e["to_workers"].as_u64().unwrap()))
+        .collect();
+    let expected: Vec<(f64, u64)> =
+        recommended.iter().map(|r| (r.time_s, u64::from(r.to_workers))).collect();
+    assert_eq!(got, expected);
+    if let Some((ok, report)) = promtool(&text) {
+        assert!(ok && report.trim().is_empty(), "promtool check metrics:\n{report}");
+    }
 }

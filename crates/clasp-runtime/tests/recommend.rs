@@ -126,7 +126,10 @@ fn recommend_records_what_acting_would_decide_at_the_same_interval_and_moves_not
                         let [(_, m)] = got else {
                             panic!("acting installs at {}, recommend recorded {got:?}", progress.t)
                         };
-                        assert_eq!((m.migrate, &m.placement), (false, &placement));
+                        assert!(!m.migrate);
+                        if !parted {
+                            assert_eq!(m.placement, placement);
+                        }
                         compared += 1;
                         // Acting now runs new instance limits and recommending does not: from here
                         // on their placements differ in instances (not in workers), and recommend

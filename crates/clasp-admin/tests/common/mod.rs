@@ -68,6 +68,7 @@ pub struct Run {
     pub records: u64,
     pub batch: u32,
     pub rate: f64,
+    pub policy: Policy,
     pub mode: Mode,
 }
 
@@ -79,7 +80,11 @@ impl Run {
         planner.settings.batch_size = self.batch;
         planner.settings.interval_ms = 200;
         let scaling = AutoscalerConfig {
-            policy: Policy::Static,
+            policy: self.policy,
+            triggers: clasp_plan::triggers::TriggerConfig {
+                warmup_s: 1.0,
+                ..clasp_plan::triggers::TriggerConfig::default()
+            },
             plan: PlanConfig {
                 slots_per_worker: slots,
                 max_workers: 10,
@@ -130,7 +135,7 @@ impl Run {
         mut during: impl FnMut(SocketAddr, u64),
     ) -> (JobOutput, AdminServer, Arc<Observatory>) {
         let (job, inputs) = self.job();
-        let obs = Arc::new(Observatory::new(&job.pipeline, "static", self.mode));
+        let obs = Arc::new(Observatory::new(&job.pipeline, self.policy.name(), self.mode));
         let server = AdminServer::start("127.0.0.1:0", obs.clone()).unwrap();
         let addr = server.addr();
         let mut intervals = 0;

@@ -37,7 +37,7 @@ pub struct Args {
     #[arg(long, default_value = "static", help_heading = "Policy")]
     pub policy: Policy,
     /// Most workers a policy may use.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Cluster")]
+    #[arg(long, default_value_t = 10, help_heading = "Cluster")]
     pub max_workers: u32,
     /// With `--policy clasp`: also keep the predicted 95th percentile of end-to-end latency
     /// within this many milliseconds, choosing the fewest workers that do.
