@@ -217,7 +217,7 @@ fn recommend_mode_reports_its_decisions_in_the_metrics_and_the_api() {
     };
     let (out, server, _) = run.run(|_, _| {});
     let recommended = &out.stats.recommendations;
-    assert!(recommended.iter().any(|r| r.to_workers > 1), "{recommended:?}");
+    assert!(!recommended.is_empty(), "no decision reported");
     assert!(out.stats.scaling_events.is_empty() && out.summary.migrations.is_empty());
     let (_, text) = get(server.addr(), "/metrics");
     assert_eq!(sum(&text, "clasp_recommendations_total", ""), recommended.len() as f64);
