@@ -20,7 +20,7 @@ pub struct Args {
     /// Run CLASP's placement over exactly this many workers for the whole run.
     #[arg(long, value_parser = parse_workers)]
     pub workers: Option<u32>,
-    /// Start on one worker and scale with this policy: clasp, faasflow, zhang24, ds2,
+    /// Start on one worker and scale with this policy: clasp, faasflow, zhang24, ds2, flink,
     /// faasflow-sp, zhang24-sp or static.
     #[arg(long)]
     pub policy: Option<Policy>,
@@ -31,8 +31,9 @@ pub struct Args {
     /// gradual.
     #[arg(long, value_parser = parse_rate, allow_negative_numbers = true)]
     pub rate: Option<f64>,
-    /// Simulated seconds (default: the pattern's length, else 60).
-    #[arg(long, value_parser = parse_seconds)]
+    /// Simulated time, in seconds or with a unit (e.g. 120s, 2m; default: the pattern's
+    /// length, else 60 s).
+    #[arg(long, value_parser = super::duration::seconds)]
     pub duration: Option<f64>,
     /// Seconds at the start that are not measured (default 5, 0 with --policy).
     #[arg(long, value_parser = parse_non_negative)]
@@ -82,13 +83,6 @@ fn parse_rate(s: &str) -> Result<f64, String> {
         Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
         Ok(r) => Err(format!("{r} is not a positive rate; give requests per second > 0")),
         Err(_) => Err(format!("`{s}` is not a number; give requests per second > 0")),
-    }
-}
-
-fn parse_seconds(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
-        _ => Err(format!("`{s}` is not a duration; give seconds > 0")),
     }
 }
 
