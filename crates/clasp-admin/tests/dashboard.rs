@@ -1,6 +1,6 @@
 //! The dashboard in headless Chromium against a running cluster of 20 operators rescaled to
-//! 10 workers: after the page's scripts ran, the graph shows every operator with its shares
-//! and every chart has data points.
+//! 10 workers: after the page's scripts ran, the graph shows every operator with its shares,
+//! every chart has data points and a mark at the rescale, and the events table lists it.
 
 mod common;
 
@@ -97,5 +97,16 @@ fn the_dashboard_shows_every_operator_and_charts_with_data() {
             .parse()
             .unwrap();
         assert!(points >= 2, "{chart}: {points} data points");
+        // The run's one rescale falls within every chart's time range.
+        let marks: usize = attribute(&dom, chart, "data-marks")
+            .unwrap_or_else(|| panic!("{chart} drew no event marks"))
+            .parse()
+            .unwrap();
+        assert_eq!(marks, out.stats.scaling_events.len(), "{chart}: event marks");
+    }
+    let table = &dom[dom.find("id=\"events\"").expect("the events table")..];
+    for e in &out.stats.scaling_events {
+        let row = format!("<td>{} → {}</td>", e.from_workers, e.to_workers);
+        assert!(table.contains(&row), "the events table lacks {row}");
     }
 }

@@ -48,7 +48,7 @@ pub struct Snapshot {
     pub migration_pauses: Buckets,
     /// Chained requests (local, remote) by worker id over the run, departed workers included.
     pub chained: std::collections::BTreeMap<u32, (u64, u64)>,
-    /// Mean planner queue in the last interval.
+    /// Planner queue at the end of the last interval.
     pub planner_queue: u64,
 }
 

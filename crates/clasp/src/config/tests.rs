@@ -47,7 +47,7 @@ fn chain(e: &dyn std::error::Error) -> String {
 
 #[test]
 fn bad_files_are_refused_with_where_and_why() {
-    let cases: [(&str, &str, &[&str]); 10] = [
+    let cases: [(&str, &str, &[&str]); 12] = [
         (
             "[cluster]\nworkers = 2\nwokers = 3\n",
             "unknown key",
@@ -96,6 +96,16 @@ fn bad_files_are_refused_with_where_and_why() {
             "[cluster]\ninterval_ms = 5\n",
             "out of range",
             &["clasp.toml:2:1", "5 is not in 10..=60000"],
+        ),
+        (
+            "[triggers]\nwarmup_time = \"soon\"\n",
+            "a duration that is none",
+            &["clasp.toml:2:1", "`triggers.warmup_time`", "`soon` is not a duration"],
+        ),
+        (
+            "[input]\nduration = -3\n",
+            "a negative duration",
+            &["clasp.toml:2:1", "`input.duration`", "`-3` must be a positive duration"],
         ),
         (
             "workers = 3\n",

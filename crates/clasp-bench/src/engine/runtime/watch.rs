@@ -77,8 +77,7 @@ impl Watch {
     /// Starts the admin server for a run of `p` and the thread that scrapes it.
     pub fn start(p: &Pipeline) -> Result<Self, BenchError> {
         let observatory = Arc::new(Observatory::new(p, "static", Mode::Act));
-        let server = AdminServer::start("127.0.0.1:0", observatory.clone())
-            .map_err(|e| BenchError::Run(format!("{e}")))?;
+        let server = AdminServer::start("127.0.0.1:0", observatory.clone())?;
         let addr = server.addr();
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
@@ -120,8 +119,8 @@ impl Watch {
             .scraper
             .join()
             .map_err(|_| BenchError::Run("the scraper panicked".into()))?
-            .map_err(|e| BenchError::Run(format!("scraping the admin server: {e}")))?;
-        self.server.stop().map_err(|e| BenchError::Run(format!("{e}")))?;
+            .map_err(BenchError::Scrape)?;
+        self.server.stop()?;
         Ok(WatchCost {
             intervals: self.intervals.load(Ordering::Relaxed),
             observe: Duration::from_nanos(self.observe_ns.load(Ordering::Relaxed)),
