@@ -220,6 +220,42 @@ fn series_has_a_point_per_interval() {
     );
 }
 
+/// Every key of `v`, nested ones included.
+fn keys(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                out.push(k.clone());
+                keys(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| keys(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_documented_schema_names_every_field_of_every_endpoint() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/admin-api.md")).unwrap();
+    for (endpoint, _) in clasp_admin::api::ENDPOINTS {
+        let heading = format!("### `GET /api/v1/{endpoint}");
+        let at = doc.find(&heading).unwrap_or_else(|| panic!("docs/admin-api.md lacks {heading}"));
+        let rest = &doc[at + heading.len()..];
+        let section = &rest[..rest.find("\n#").unwrap_or(rest.len())];
+        let mut fields = Vec::new();
+        keys(&json(&format!("/api/v1/{endpoint}")), &mut fields);
+        assert!(!fields.is_empty(), "{endpoint} answered no fields");
+        for f in fields {
+            let named = [format!("`{f}`"), format!("\"{f}\"")];
+            assert!(
+                named.iter().any(|n| section.contains(n.as_str())),
+                "docs/admin-api.md, {endpoint}: field `{f}` is not documented"
+            );
+        }
+    }
+}
+
 #[test]
 fn bad_requests_get_4xx_with_a_message() {
     let addr = done().server.addr();

@@ -176,6 +176,47 @@ fn collect_exprs(v: &serde_json::Value, out: &mut Vec<String>) {
     }
 }
 
+/// `promtool check rules` on one recording rule per query: whether it accepted them.
+fn promtool_parses(queries: &[String]) -> Option<(bool, String)> {
+    let promtool = tool(&["promtool"], "CLASP_REQUIRE_PROMTOOL", "prometheus")?;
+    // JSON strings are YAML strings.
+    let mut rules = String::from("groups:\n  - name: grafana\n    rules:\n");
+    for (i, q) in queries.iter().enumerate() {
+        let expr = serde_json::Value::String(q.clone()).to_string();
+        rules += &format!("      - record: query_{i}\n        expr: {expr}\n");
+    }
+    let path = std::env::temp_dir().join(format!("clasp-grafana-{}.yml", std::process::id()));
+    std::fs::write(&path, rules).unwrap();
+    let out = Command::new(promtool).args(["check", "rules"]).arg(&path).output().unwrap();
+    let _ = std::fs::remove_file(&path);
+    let report =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    Some((out.status.success(), report))
+}
+
+#[test]
+fn the_grafana_queries_are_valid_promql() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(root.join("deploy/grafana/clasp.json")).unwrap();
+    let dashboard: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // The panels' queries (the `job` variable's `label_values(...)` is Grafana's, not PromQL).
+    let mut exprs = Vec::new();
+    collect_exprs(&dashboard["panels"], &mut exprs);
+    assert!(exprs.len() >= 20, "{} queries", exprs.len());
+    // Grafana's variables, as Grafana substitutes them before querying.
+    let queries: Vec<String> = exprs
+        .iter()
+        .map(|e| e.replace("$__rate_interval", "1m").replace("$job", "clasp"))
+        .collect();
+    assert!(queries.iter().all(|q| !q.contains('$')), "a variable left: {queries:?}");
+    let Some((ok, report)) = promtool_parses(&queries) else { return };
+    assert!(ok, "promtool check rules on the Grafana queries:\n{report}");
+    // The check can fail: a query with a bracket missing is refused.
+    let broken = vec!["sum by (operator (clasp_operator_busy_ratio)".to_string()];
+    let (ok, report) = promtool_parses(&broken).unwrap();
+    assert!(!ok && report.contains("parse error"), "promtool accepted {broken:?}:\n{report}");
+}
+
 #[test]
 fn the_prometheus_scrape_config_is_valid() {
     let Some(promtool) = tool(&["promtool"], "CLASP_REQUIRE_PROMTOOL", "prometheus") else {
