@@ -46,6 +46,9 @@ pub enum AdminError {
     },
 }
 
+/// The name of the server's thread.
+pub const THREAD_NAME: &str = "admin";
+
 /// A running admin server; dropping it stops it.
 #[derive(Debug)]
 pub struct AdminServer {
@@ -106,7 +109,7 @@ impl AdminServer {
             .map_err(|source| AdminError::Io { what: "starting its runtime", source })?;
         let (stop, stopped) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
-            .name("admin".into())
+            .name(THREAD_NAME.into())
             .spawn(move || {
                 runtime.block_on(async move {
                     let listener = tokio::net::TcpListener::from_std(listener)
