@@ -163,13 +163,15 @@ pub fn scale_out(
     Ok(())
 }
 
-/// Stops workers `to..from` (a migration must have taken everything off them).
+/// Stops workers `to..from` (a migration must have taken everything off them), after their
+/// last interval's reports arrived.
 pub fn scale_in(
     planner: &mut Planner,
     pool: &mut WorkerPool,
     from: u32,
     to: u32,
 ) -> Result<(), ClusterError> {
+    planner.collect_reports((to..from).map(WorkerId).collect())?;
     for w in to..from {
         planner.retire(WorkerId(w));
         pool.stop(WorkerId(w))?;

@@ -2,6 +2,7 @@
 //! as the policy decides, and collect the outputs, the final state and the statistics.
 
 use crate::cluster::{Cluster, ClusterError, Launch};
+use crate::observe::Observatory;
 use crate::planner::stats::{MigrationRecord, RunSummary};
 use crate::planner::{Input, PlannerConfig, PlannerError, Progress, SinkOutput};
 use crate::routing::RoutingPlan;
@@ -199,8 +200,21 @@ pub fn run(
     inputs: Vec<Input>,
     sink: Box<dyn SinkOutput>,
     state_dump: Option<&mut dyn Write>,
+    progress: impl FnMut(&Progress),
+    on_event: impl FnMut(&ScalingEvent),
+) -> Result<JobOutput, JobError> {
+    run_observed(job, inputs, sink, state_dump, progress, on_event, None)
+}
+
+/// [`run`], showing the run to `observatory` after every interval and at the end.
+pub fn run_observed(
+    job: Job,
+    inputs: Vec<Input>,
+    sink: Box<dyn SinkOutput>,
+    state_dump: Option<&mut dyn Write>,
     mut progress: impl FnMut(&Progress),
     mut on_event: impl FnMut(&ScalingEvent),
+    observatory: Option<&Observatory>,
 ) -> Result<JobOutput, JobError> {
     let placement = initial_placement(&job)?;
     let keys = assign_keys(&job.pipeline, &placement, job.planner.settings.key_groups, None);
@@ -220,6 +234,9 @@ pub fn run(
         keys: keys.clone(),
     })?;
     let mut scaler = ScalingLoop::new(job.scaling.clone(), &job.pipeline, placement, keys, 1)?;
+    if let Some(o) = observatory {
+        o.observe(&cluster.planner, None, Some(&scaler));
+    }
     let Cluster { planner, pool } = &mut cluster;
     let mut failure: Option<ScalingError> = None;
     let mut rescales = job.rescales.clone();
@@ -232,13 +249,16 @@ pub fn run(
                 Err(ScalingError::Planner(e)) => return Err(e),
                 Err(e) => failure = Some(e),
             }
-            return Ok(());
+        } else {
+            match scaler.step(planner, pool, p) {
+                Ok(Some(event)) => on_event(&event),
+                Ok(None) => {}
+                Err(ScalingError::Planner(e)) => return Err(e),
+                Err(e) => failure = Some(e),
+            }
         }
-        match scaler.step(planner, pool, p) {
-            Ok(Some(event)) => on_event(&event),
-            Ok(None) => {}
-            Err(ScalingError::Planner(e)) => return Err(e),
-            Err(e) => failure = Some(e),
+        if let Some(o) = observatory {
+            o.observe(planner, Some(p), Some(&scaler));
         }
         Ok(())
     });
@@ -253,6 +273,10 @@ pub fn run(
             return Err(e.into());
         }
     };
+    if let Some(o) = observatory {
+        o.observe(&cluster.planner, None, Some(&scaler));
+        o.finish();
+    }
     let state_lines = match state_dump {
         Some(out) => cluster.planner.dump_state(out)?,
         None => 0,

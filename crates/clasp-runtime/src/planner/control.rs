@@ -147,6 +147,15 @@ impl Planner {
             parts.moved_groups() as u64,
             done,
         );
+        tracing::info!(
+            "migration to epoch {epoch} done in {:.1} ms: {} key groups, {} keys ({} bytes) and {} queued requests moved; worst worker pause {:.1} ms",
+            record.planner_ms,
+            record.groups,
+            record.keys,
+            record.bytes,
+            record.requests,
+            record.max_worker_pause_ms
+        );
         self.migrations.push(record.clone());
         Ok(record)
     }
@@ -263,9 +272,15 @@ impl Planner {
     /// Asks every worker for the metrics of its current interval and waits for them, so the
     /// summary covers the whole run.
     fn final_reports(&mut self) -> Result<(), PlannerError> {
+        let workers = self.workers();
+        self.collect_reports(workers)
+    }
+
+    /// Asks `workers` for the metrics of their current interval and waits for them (before a
+    /// worker is retired, so its last interval is counted).
+    pub fn collect_reports(&mut self, mut waiting: Vec<WorkerId>) -> Result<(), PlannerError> {
         self.report_seq += 1;
         let seq = self.report_seq;
-        let mut waiting = self.workers();
         for &w in &waiting {
             self.shared.send(w, Message::ReportNow(seq));
         }

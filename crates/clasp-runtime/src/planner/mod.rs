@@ -9,7 +9,8 @@
 //! - `control`: installs, migrations, the run loop and its [`Progress`];
 //! - `stall`: the watch that ends a run whose chains stopped completing;
 //! - `sinks`: where sink records go ([`SinkOutput`]); `state_dump`: the workers' keyed state;
-//! - [`chains`], [`stats`]: completion tracking and the run's statistics.
+//! - [`chains`], [`stats`]: completion tracking and the run's statistics; `totals`: read-only
+//!   views for observers.
 
 pub mod chains;
 mod config;
@@ -22,6 +23,7 @@ mod sinks;
 mod stall;
 mod state_dump;
 pub mod stats;
+mod totals;
 
 pub use config::PlannerConfig;
 pub use control::Progress;
@@ -29,6 +31,7 @@ pub use error::PlannerError;
 pub use ingress::{Input, InputCounters};
 pub use membership::Event;
 pub use sinks::{DiscardSink, JsonLinesSink, SinkOutput};
+pub use totals::{Totals, WorkerInfo};
 
 use crate::routing::{Routing, RoutingPlan};
 use crate::wire::{self, Message};

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod check;
+pub mod config;
 pub mod cut;
 pub mod duration;
 pub mod edge;

@@ -3,6 +3,7 @@
 //! `clasp` binary; most experiments run on its emulated testbed ([`testbed`]).
 
 pub mod testbed;
+pub mod watch;
 
 use crate::BenchError;
 use clasp_core::Pipeline;

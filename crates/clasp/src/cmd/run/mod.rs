@@ -8,11 +8,13 @@ use clasp_core::pattern::{PatternSpec, RatePattern};
 use clasp_core::pipeline::{ServiceMode, ServicePer, ServiceTime};
 use clasp_core::stats::Coefficients;
 use clasp_plan::autoscaler::AutoscalerConfig;
+use clasp_plan::autoscaler::Mode;
 use clasp_plan::estimator::EstimatorConfig;
-use clasp_plan::triggers::{TriggerConfig, TriggerRule};
+use clasp_plan::triggers::TriggerConfig;
 use clasp_plan::{PlanConfig, Policy};
 use clasp_runtime::cluster::Launch;
-use clasp_runtime::job::{self, Job, RescaleAt};
+use clasp_runtime::job::{self, Job};
+use clasp_runtime::observe::Observatory;
 use clasp_runtime::planner::{
     DiscardSink, Input, JsonLinesSink, PlannerConfig, Progress, SinkOutput,
 };
@@ -22,123 +24,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Arguments of `clasp run` and `clasp planner`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Pipeline spec (TOML).
-    pub spec: PathBuf,
-    /// Workers at the start.
-    #[arg(long, default_value_t = 1)]
-    pub workers: u32,
-    /// Executor slots per worker.
-    #[arg(long, default_value_t = 10)]
-    pub slots: u32,
-    /// Input of a source: `[SOURCE=]file:PATH` (lines of a file) or `[SOURCE=]gen[:COUNT]`
-    /// (the application's seeded generator, default 100000 records). Repeat per source.
-    #[arg(long, value_name = "SPEC")]
-    pub input: Vec<String>,
-    /// Input requests per second (the maximum for burst and gradual); without it the input is
-    /// unthrottled.
-    #[arg(long)]
-    pub rate: Option<f64>,
-    /// How the rate varies: constant, unthrottled, burst, gradual or trace:FILE.
-    #[arg(long, default_value = "constant")]
-    pub pattern: String,
-    /// Stop feeding input after this long (e.g. 30s, 2m, or seconds); default: when the input or the
-    /// pattern ends.
-    #[arg(long, value_parser = super::duration::parse)]
-    pub duration: Option<Duration>,
-    /// Scaling policy: clasp, faasflow, zhang24, ds2, flink, faasflow-sp, zhang24-sp or static.
-    #[arg(long, default_value = "static")]
-    pub policy: Policy,
-    /// Most workers a policy may use.
-    #[arg(long, default_value_t = 10)]
-    pub max_workers: u32,
-    /// With `--policy clasp`: also keep the predicted 95th percentile of end-to-end latency
-    /// within this many milliseconds, choosing the fewest workers that do.
-    #[arg(long, value_name = "P95_MS")]
-    pub latency_slo: Option<f64>,
-    /// Start from this placement (the JSON of `clasp plan --json`).
-    #[arg(long)]
-    pub placement: Option<PathBuf>,
-    /// Records per request.
-    #[arg(long, default_value_t = 256)]
-    pub batch: u32,
-    /// Seed for generators, patterns and routing draws.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Write sink records here as JSON lines.
-    #[arg(long)]
-    pub output: Option<PathBuf>,
-    /// Write the final keyed state here as JSON lines.
-    #[arg(long)]
-    pub state_dump: Option<PathBuf>,
-    /// Write the observed statistics and scaling history here (JSON).
-    #[arg(long)]
-    pub stats: Option<PathBuf>,
-    /// Run workers as separate OS processes instead of threads of this process.
-    #[arg(long)]
-    pub processes: bool,
-    /// Emulated service time: `OPERATOR=MICROS[:spin|:sleep]`, `*` for every operator.
-    #[arg(long = "service-time", value_name = "OP=MICROS[:MODE]")]
-    pub service_time: Vec<String>,
-    /// Emulated chained-request costs `local=US,remote=US,fanout=US[:spin|:sleep]`, spent by
-    /// the sending executor on top of the real cost (to run the paper's cost regime, e.g.
-    /// `local=38.5,remote=275,fanout=51500`).
-    #[arg(long, value_name = "COSTS")]
-    pub dispatch_cost: Option<String>,
-    /// Load the whole input into memory before starting (for measurements).
-    #[arg(long)]
-    pub preload: bool,
-    /// Metrics interval in milliseconds.
-    #[arg(long, default_value_t = 1000)]
-    pub interval_ms: u64,
-    /// Key groups per keyed operator.
-    #[arg(long, default_value_t = 1024)]
-    pub key_groups: u32,
-    /// Initial estimates `alpha,beta,gamma,W` (µs, µs, µs/s, µs/s); default: this runtime's
-    /// order of magnitude (0.2, 1, 100, slots × 10⁶).
-    #[arg(long)]
-    pub coefficients: Option<String>,
-    /// Trigger rule: paper (rate changed for 2 s, or lagging for 3 s) or reference.
-    #[arg(long, default_value = "paper", value_parser = parse_rule)]
-    pub trigger: TriggerRule,
-    /// Input requests before the first scaling decision (the paper's setup: 10000).
-    #[arg(long, default_value_t = 0)]
-    pub warmup: u64,
-    /// Time before the first scaling decision.
-    #[arg(long, default_value = "2s", value_parser = super::duration::parse_or_zero)]
-    pub warmup_time: Duration,
-    /// A backlog is sized to drain within this time after a load jump (0s: size for the rate
-    /// alone, as the paper does).
-    #[arg(long, default_value = "10s", value_parser = super::duration::parse_or_zero)]
-    pub catch_up: Duration,
-    /// A scale-in goes ahead only if it is still decided this long after it first was.
-    #[arg(long, default_value = "5s", value_parser = super::duration::parse_or_zero)]
-    pub scale_in_delay: Duration,
-    /// Seconds during which a decision undoing the last one is held back.
-    #[arg(long, default_value_t = 10.0)]
-    pub cooldown: f64,
-    /// Rescales to make whatever the policy decides: `REQUESTS:WORKERS`, comma-separated, e.g.
-    /// `20000:3,60000:1` moves to CLASP's placement on 3 workers once 20,000 input requests
-    /// entered the planner, then back to 1 after 60,000.
-    #[arg(long, value_delimiter = ',', value_name = "REQUESTS:WORKERS")]
-    pub rescale_at: Vec<RescaleAt>,
-    /// Address workers join (`clasp planner`; `clasp run` uses loopback).
-    #[arg(long, default_value = "127.0.0.1:0")]
-    pub listen: String,
-    /// No live progress line.
-    #[arg(long)]
-    pub quiet: bool,
-}
-
-fn parse_rule(s: &str) -> Result<TriggerRule, String> {
-    match s {
-        "paper" => Ok(TriggerRule::Paper),
-        "reference" => Ok(TriggerRule::Reference),
-        _ => Err(format!("unknown trigger rule `{s}`; use paper or reference")),
-    }
-}
+mod args;
+pub use args::{Args, ScalingMode};
 
 /// Applies `--service-time` overrides.
 fn apply_service_times(p: &mut Pipeline, specs: &[String]) -> Result<()> {
@@ -329,6 +216,10 @@ fn scaling_config(args: &Args, unthrottled: bool) -> Result<AutoscalerConfig> {
         batch_size: args.batch,
         scale_in_delay_s: args.scale_in_delay.as_secs_f64(),
         latency_slo_ms: args.latency_slo,
+        mode: match args.scaling {
+            ScalingMode::Act => Mode::Act,
+            ScalingMode::Recommend => Mode::Recommend,
+        },
         ..AutoscalerConfig::default()
     };
     cfg.validate()?;
@@ -464,7 +355,17 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
         emulation_note(&job)
     );
     let quiet = args.quiet;
-    let out = job::run(
+    let observatory = Arc::new(Observatory::new(&job.pipeline, policy.name(), job.scaling.mode));
+    let admin = (!args.no_admin)
+        .then(|| clasp_admin::AdminServer::start(&args.admin_address, observatory.clone()))
+        .transpose()?;
+    if let Some(a) = &admin {
+        if !a.addr().ip().is_loopback() {
+            tracing::warn!("the admin server listens on {}, beyond this machine", a.addr());
+        }
+        eprintln!("clasp: admin server at {} (metrics at {}metrics)", a.url(), a.url());
+    }
+    let out = job::run_observed(
         job,
         inputs,
         sink,
@@ -475,7 +376,11 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
             }
         },
         |e| eprintln!("{}", event_line(e)),
+        Some(&observatory),
     )?;
+    if let Some(a) = admin {
+        a.stop()?;
+    }
     if let Some(d) = &mut dump {
         d.flush().context("--state-dump")?;
     }
@@ -571,6 +476,12 @@ fn summary(name: &str, policy: Policy, out: &job::JobOutput) -> String {
         text += &format!(
             "           {:<16} {:>9} {:>10} {:>10} {:>8.1}us {:>11}\n",
             o.name, o.processed, o.records, o.emitted, o.mean_exec_us, o.state_keys
+        );
+    }
+    if !out.stats.recommendations.is_empty() {
+        text += &format!(
+            "recommend  {} decisions reported, none carried out\n",
+            out.stats.recommendations.len()
         );
     }
     let rejected = s.rejected();
