@@ -14,6 +14,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("clasp-reference", &["clasp-core", "clasp-apps"]),
     ("clasp-runtime", &["clasp-core", "clasp-plan", "clasp-wire"]),
     ("clasp-sim", &["clasp-core", "clasp-plan"]),
+    ("clasp-admin", &["clasp-core", "clasp-runtime"]),
     ("clasp-edge", &["clasp-core", "clasp-plan", "clasp-wire", "clasp-runtime", "clasp-apps"]),
     (
         "clasp-bench",
@@ -38,6 +39,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "clasp-apps",
             "clasp-edge",
             "clasp-bench",
+            "clasp-admin",
         ],
     ),
 ];
