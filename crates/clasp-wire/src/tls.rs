@@ -74,6 +74,7 @@ pub enum TlsError {
 pub struct Tls {
     client: Arc<ClientConfig>,
     server: Arc<ServerConfig>,
+    files: Option<TlsFiles>,
 }
 
 impl std::fmt::Debug for Tls {
@@ -125,11 +126,17 @@ impl Tls {
         let key = read_pem("key", &files.key)?;
         let ca = read_pem("CA certificate", &files.ca)?;
         let name = |p: &Path| p.display().to_string();
-        Self::from_pem(
+        let tls = Self::from_pem(
             (&cert, &name(&files.cert)),
             (&key, &name(&files.key)),
             (&ca, &name(&files.ca)),
-        )
+        )?;
+        Ok(Self { files: Some(files.clone()), ..tls })
+    }
+
+    /// The files it was loaded from (to hand to a child process), if any.
+    pub fn files(&self) -> Option<&TlsFiles> {
+        self.files.as_ref()
     }
 
     /// From PEM text: `(content, origin for errors)` of the certificate chain, key and CA.
@@ -160,7 +167,7 @@ impl Tls {
             .with_safe_default_protocol_versions()?
             .with_root_certificates(roots)
             .with_client_auth_cert(chain, private)?;
-        Ok(Self { client: Arc::new(client), server: Arc::new(server) })
+        Ok(Self { client: Arc::new(client), server: Arc::new(server), files: None })
     }
 }
 

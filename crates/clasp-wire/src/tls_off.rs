@@ -31,4 +31,9 @@ impl Tls {
     pub fn load(_: &TlsFiles) -> Result<Self, TlsError> {
         Err(TlsError::NotBuilt)
     }
+
+    /// The files it was loaded from.
+    pub fn files(&self) -> Option<&TlsFiles> {
+        match *self {}
+    }
 }

@@ -94,3 +94,23 @@ pub fn run_embedded(
     }
     (outcome, report)
 }
+
+/// Opens a link to the cloud at `addr` proving `identity` with `security` (the first frames
+/// after it are the test's to write).
+pub fn dial_as(
+    identity: &str,
+    addr: &str,
+    security: &clasp_wire::Security,
+) -> (clasp_wire::Conn, clasp_wire::FrameReader) {
+    let opening = clasp_wire::Opening {
+        security,
+        protocol: &clasp_edge::protocol::PROTOCOL,
+        identity,
+        max_frame: clasp_edge::protocol::MAX_FRAME,
+        deadline: clasp_wire::Deadline::after(clasp_wire::HANDSHAKE_DEADLINE),
+    };
+    let tcp = std::net::TcpStream::connect(addr).unwrap();
+    let link = clasp_wire::link::dial(tcp, addr, &opening, |_| Ok(())).unwrap();
+    link.conn.set_timeouts(None).unwrap();
+    (link.conn, link.reader)
+}

@@ -1,6 +1,7 @@
 //! The planner's settings.
 
 use crate::wire::{self, WorkerSettings};
+use clasp_wire::Security;
 
 /// Planner settings.
 #[derive(Clone, Debug)]
@@ -17,6 +18,9 @@ pub struct PlannerConfig {
     pub queue_capacity: usize,
     /// Window over which observed statistics are averaged (s).
     pub stats_window_s: f64,
+    /// The cluster secret and TLS of every link (a cluster started here with no secret
+    /// generates one; see `cluster::Cluster::start`).
+    pub security: Security,
 }
 
 impl Default for PlannerConfig {
@@ -38,6 +42,7 @@ impl Default for PlannerConfig {
             max_in_flight: 10_000,
             queue_capacity: 100_000,
             stats_window_s: 10.0,
+            security: Security::insecure(),
         }
     }
 }

@@ -62,6 +62,12 @@ impl Planner {
                 }
             }
             Event::Report(r) => self.reports.push(self.origin.elapsed().as_secs_f64(), *r),
+            Event::Lost(w, reason) if !self.holds_work(w) => {
+                // A worker with nothing placed on it (a joiner that misbehaved, or a spare)
+                // leaves without taking the run down.
+                tracing::warn!("worker {w} dropped ({reason}); it held no work");
+                self.retire(w);
+            }
             Event::Lost(w, reason) => {
                 let addr = lock(&self.shared.workers)
                     .get(w.index())
@@ -75,6 +81,14 @@ impl Planner {
             Event::StateLines(..) | Event::StateDone(_) => {}
         }
         Ok(())
+    }
+
+    /// Whether worker `w` has operator shares or key groups in the routing in force.
+    fn holds_work(&self, w: WorkerId) -> bool {
+        let routing = self.shared.routing();
+        let plan = routing.plan();
+        plan.placement.operators.iter().any(|o| o.shares.iter().any(|s| s.worker == w))
+            || plan.keys.owners.iter().any(|owners| owners.contains(&w))
     }
 
     /// Makes `plan` the routing of the planner and every worker, without moving anything (for
@@ -278,7 +292,12 @@ impl Planner {
                     }
                     self.reports.push(self.origin.elapsed().as_secs_f64(), *r);
                 }
-                Ok(other) => self.handle_event(other)?,
+                Ok(other) => {
+                    self.handle_event(other)?;
+                    // A worker dropped meanwhile reports no more.
+                    let members = self.workers();
+                    waiting.retain(|w| members.contains(w));
+                }
                 Err(_) => {
                     return Err(PlannerError::Timeout {
                         what: format!("final reports of {waiting:?}"),

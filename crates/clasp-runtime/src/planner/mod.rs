@@ -156,6 +156,11 @@ impl Planner {
         self.addr
     }
 
+    /// The cluster secret and TLS of its links (workers started by this process use them).
+    pub fn security(&self) -> &clasp_wire::Security {
+        &self.shared.config.security
+    }
+
     /// The pipeline.
     pub fn pipeline(&self) -> &Pipeline {
         &self.shared.pipeline

@@ -10,21 +10,25 @@ use std::time::Duration;
 impl Planner {
     /// Collects every worker's keyed state: `(worker, operator, JSON line)` per key.
     pub fn collect_state(&mut self) -> Result<Vec<(WorkerId, OperatorId, Vec<u8>)>, PlannerError> {
-        let workers = self.workers();
-        for &w in &workers {
+        let mut waiting = self.workers();
+        for &w in &waiting {
             self.shared.send(w, Message::DumpState);
         }
         let mut lines = Vec::new();
-        let mut done = 0;
-        while done < workers.len() {
+        while !waiting.is_empty() {
             match self.events.recv_timeout(Duration::from_secs(60)) {
                 Ok(Event::StateLines(w, op, text)) => lines.extend(
                     text.split(|b| *b == b'\n')
                         .filter(|l| !l.is_empty())
                         .map(|l| (w, op, l.to_vec())),
                 ),
-                Ok(Event::StateDone(_)) => done += 1,
-                Ok(other) => self.handle_event(other)?,
+                Ok(Event::StateDone(w)) => waiting.retain(|x| *x != w),
+                Ok(other) => {
+                    self.handle_event(other)?;
+                    // A worker dropped meanwhile (it held no state) sends no dump.
+                    let members = self.workers();
+                    waiting.retain(|w| members.contains(w));
+                }
                 Err(_) => return Err(PlannerError::Timeout { what: "state dumps".into() }),
             }
         }

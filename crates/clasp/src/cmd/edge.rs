@@ -55,8 +55,9 @@ pub struct Args {
     /// How long a device keeps trying to reach the cloud, s.
     #[arg(long, default_value_t = 10.0)]
     pub connect_timeout_s: f64,
-    /// Where the cloud listens for devices (with --cloud).
-    #[arg(long, default_value = "0.0.0.0:7450")]
+    /// Where the cloud listens for devices (with --cloud); loopback unless told otherwise,
+    /// e.g. `--listen 0.0.0.0:7450` to take devices from other hosts.
+    #[arg(long, default_value = "127.0.0.1:7450")]
     pub listen: String,
     /// How long the cloud waits for every device to join, s.
     #[arg(long, default_value_t = 60.0)]
@@ -76,6 +77,9 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The cluster secret and TLS (`--embedded` makes a secret for its own run).
+    #[command(flatten)]
+    pub security: super::security::SecurityArgs,
 }
 
 /// Runs `clasp edge`.
@@ -93,14 +97,16 @@ pub fn run(args: &Args) -> Result<()> {
     let registry = clasp_apps::registry();
     if let Some(id) = &args.device {
         let join = args.join.as_deref().unwrap_or_default();
-        let opts = device_options(args, id, join, mode, inputs);
+        let mut opts = device_options(args, id, join, mode, inputs);
+        opts.security = args.security.required("clasp edge --device")?;
         let report =
             device::run(&p, &devices, &model, &registry, &opts).map_err(|e| anyhow!("{e}"))?;
         return print_device(&report, args.json);
     }
     if args.cloud {
-        let cloud = Cloud::bind(&p, &devices, &model, cloud_options(args, mode, inputs))
-            .map_err(|e| anyhow!("{e}"))?;
+        let mut opts = cloud_options(args, mode, inputs);
+        opts.security = args.security.required("clasp edge --cloud")?;
+        let cloud = Cloud::bind(&p, &devices, &model, opts).map_err(|e| anyhow!("{e}"))?;
         eprintln!(
             "edge ingress on {}; cloud runs {}; waiting for {} device(s)",
             cloud.addr(),
@@ -167,6 +173,7 @@ fn run_embedded(
     o.shape = shape(args);
     o.flush = Duration::from_millis(args.flush_ms.max(1));
     o.cloud = cloud_options(args, mode, inputs);
+    o.cloud.security = args.security.own_cluster()?;
     let report = embedded::run(p, devices, model, &clasp_apps::registry(), &o, sink(args)?)
         .map_err(|e| anyhow!("{e}"))?;
     finish_cloud(args, &report.cloud, &report.devices)

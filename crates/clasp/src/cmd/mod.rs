@@ -7,6 +7,7 @@ pub mod edge;
 pub mod r#gen;
 pub mod plan;
 pub mod run;
+pub mod security;
 pub mod sim;
 pub mod worker;
 

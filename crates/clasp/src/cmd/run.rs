@@ -130,6 +130,9 @@ pub struct Args {
     /// No live progress line.
     #[arg(long)]
     pub quiet: bool,
+    /// The cluster secret and TLS (`clasp run` makes a secret for its own cluster).
+    #[command(flatten)]
+    pub security: super::security::SecurityArgs,
 }
 
 /// A duration that may be zero (`0s` turns the setting off).
@@ -403,9 +406,14 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     };
     let scaling = scaling_config(args, pattern.rate_at(0.0).is_infinite())?;
     let placement = args.placement.as_ref().map(|f| read_placement(f, &pipeline)).transpose()?;
+    let security = match launch {
+        Launch::External => args.security.required("clasp planner")?,
+        _ => args.security.own_cluster()?,
+    };
     let mut planner = PlannerConfig {
         listen: args.listen.clone(),
         batch_size: args.batch,
+        security,
         ..PlannerConfig::default()
     };
     planner.settings.batch_size = args.batch;

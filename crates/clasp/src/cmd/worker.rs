@@ -19,11 +19,18 @@ pub struct Args {
     /// Address to accept peer connections on (loopback unless told otherwise).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: String,
+    /// The cluster secret and TLS.
+    #[command(flatten)]
+    pub security: super::security::SecurityArgs,
 }
 
 /// Runs `clasp worker`.
 pub fn run(args: &Args) -> Result<()> {
-    let opts =
-        WorkerOptions { slots: args.slots, listen: args.listen.clone(), id: args.id.map(WorkerId) };
+    let opts = WorkerOptions {
+        slots: args.slots,
+        listen: args.listen.clone(),
+        id: args.id.map(WorkerId),
+        security: args.security.required("clasp worker")?,
+    };
     worker::run(&args.join, &clasp_apps::registry(), &opts).map_err(|e| anyhow!("worker: {e}"))
 }

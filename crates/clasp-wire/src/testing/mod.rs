@@ -1,5 +1,7 @@
-//! A certificate authority made on the spot and certificates it signs for nodes on this host
-//! (`127.0.0.1`, `::1`, `localhost`), for tests of TLS links.
+//! For tests of links: a certificate authority made on the spot and certificates it signs for
+//! nodes on this host (`127.0.0.1`, `::1`, `localhost`), and hostile peers ([`hostile`]).
+
+pub mod hostile;
 
 use crate::tls::TlsFiles;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
