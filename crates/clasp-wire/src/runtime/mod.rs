@@ -110,6 +110,9 @@ pub struct WorkerSettings {
     pub saturation_wait_ms: f64,
 }
 
+/// Largest emulated dispatch cost (µs): one second.
+pub const MAX_DISPATCH_COST_US: f64 = 1e6;
+
 /// Emulated chained-request costs (to run the paper's cost regime on this runtime): µs per
 /// local and per remote chained request, and µs per distinct remote destination per second.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -142,6 +145,11 @@ impl DispatchCost {
                 v.trim().parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0).ok_or_else(
                     || format!("`{term}`: `{v}` is not a number of microseconds >= 0"),
                 )?;
+            if v > MAX_DISPATCH_COST_US {
+                return Err(format!(
+                    "`{term}`: {v} µs is more than the largest emulated cost, {MAX_DISPATCH_COST_US} µs"
+                ));
+            }
             match k.trim() {
                 "local" => c.local_us = v,
                 "remote" => c.remote_us = v,

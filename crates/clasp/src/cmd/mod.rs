@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bounds;
 pub mod check;
 pub mod cut;
 pub mod edge;

@@ -1,6 +1,7 @@
 //! `clasp run` (and `clasp planner`): run a pipeline on a cluster of workers, elastically
 //! under a scaling policy, with live progress and a summary.
 
+use super::bounds;
 use anyhow::{Context, Result, anyhow, bail};
 use clasp_core::Pipeline;
 use clasp_core::input::{LineReader, LineSource, MemoryLines};
@@ -159,7 +160,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     if !(secs.is_finite() && secs > 0.0) {
         return Err(format!("`{s}` must be a positive duration"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    bounds::duration_of_seconds(&format!("`{s}`"), secs)
 }
 
 fn parse_rule(s: &str) -> Result<TriggerRule, String> {
@@ -188,6 +189,12 @@ fn apply_service_times(p: &mut Pipeline, specs: &[String]) -> Result<()> {
             micros.parse().ok().filter(|m: &f64| m.is_finite() && *m >= 0.0).ok_or_else(|| {
                 anyhow!("--service-time `{spec}`: `{micros}` is not a number of microseconds >= 0")
             })?;
+        if micros > bounds::MAX_SERVICE_US {
+            bail!(
+                "--service-time `{spec}`: {micros} µs is longer than the longest allowed, {} µs",
+                bounds::MAX_SERVICE_US
+            );
+        }
         let service = Some(ServiceTime { micros, mode, per: ServicePer::Record });
         if op == "*" {
             p.operators.iter_mut().for_each(|o| o.service = service);
@@ -382,9 +389,21 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     if args.slots == 0 {
         bail!("--slots must be at least 1");
     }
-    let most = clasp_runtime::wire::MAX_KEY_GROUPS;
-    if args.key_groups == 0 || args.key_groups > most {
-        bail!("--key-groups {} must be between 1 and {most}", args.key_groups);
+    bounds::check_range("--batch", args.batch, 1, bounds::MAX_BATCH)?;
+    bounds::check_range("--slots", args.slots, 1, bounds::MAX_SLOTS)?;
+    bounds::check_range("--key-groups", args.key_groups, 1, bounds::MAX_KEY_GROUPS)?;
+    if args.max_workers > bounds::MAX_WORKERS {
+        bail!("--max-workers {} must be between 1 and {}", args.max_workers, bounds::MAX_WORKERS);
+    }
+    let (lo, hi) = (*bounds::INTERVAL_MS.start(), *bounds::INTERVAL_MS.end());
+    bounds::check_range("--interval-ms", args.interval_ms, lo, hi)?;
+    if !(args.cooldown.is_finite()
+        && (0.0..=bounds::MAX_DURATION.as_secs_f64()).contains(&args.cooldown))
+    {
+        bail!("--cooldown {} must be a number of seconds between 0 and 30 days", args.cooldown);
+    }
+    if let Some(slo) = args.latency_slo.filter(|s| !(s.is_finite() && *s > 0.0 && *s <= 3.6e6)) {
+        bail!("--latency-slo {slo} must be a number of milliseconds between 0 and one hour");
     }
     if let Some(r) = args.rescale_at.iter().find(|r| r.workers > args.max_workers) {
         bail!(
@@ -396,6 +415,9 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     }
     if let Some(r) = args.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
         bail!("--rate {r} must be a positive number of requests per second");
+    }
+    if let Some(r) = args.rate.filter(|r| *r > bounds::MAX_RATE) {
+        bail!("--rate {r} is more than the largest rate, {} requests per second", bounds::MAX_RATE);
     }
     let mut pipeline = super::load_pipeline(&args.spec)?;
     apply_service_times(&mut pipeline, &args.service_time)?;
