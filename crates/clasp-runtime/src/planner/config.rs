@@ -16,6 +16,17 @@ pub struct PlannerConfig {
     pub max_in_flight: usize,
     /// Capacity of the planner's incoming request queue.
     pub queue_capacity: usize,
+    /// An input request is cut at this many bytes of records even before `batch_size`
+    /// records (so that frames stay far below the frame limit).
+    pub max_request_bytes: usize,
+    /// Most bytes of records waiting in the incoming queue: sources wait beyond it.
+    pub max_queued_bytes: u64,
+    /// Most bytes of input records in chains not yet complete: the dispatcher waits beyond
+    /// it, and the sources behind it.
+    pub max_in_flight_bytes: u64,
+    /// How long a run that reached its duration waits for the chains in flight before it
+    /// stops and reports them as abandoned.
+    pub drain_grace: std::time::Duration,
     /// Window over which observed statistics are averaged (s).
     pub stats_window_s: f64,
     /// The cluster secret and TLS of every link (a cluster started here with no secret
@@ -41,6 +52,10 @@ impl Default for PlannerConfig {
             batch_size: 256,
             max_in_flight: 10_000,
             queue_capacity: 100_000,
+            max_request_bytes: 1 << 20,
+            max_queued_bytes: 64 << 20,
+            max_in_flight_bytes: 128 << 20,
+            drain_grace: std::time::Duration::from_secs(5),
             stats_window_s: 10.0,
             security: Security::insecure(),
         }

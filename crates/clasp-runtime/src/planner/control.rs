@@ -179,6 +179,8 @@ impl Planner {
         self.origin = started;
         self.origin_ns = now_ns();
         *lock(&self.shared.chains) = Chains::new(self.origin_ns);
+        self.shared.discarding.store(false, Ordering::Release);
+        self.shared.dropped.store(0, Ordering::Release);
         let (queue_tx, queue_rx) =
             crossbeam_channel::bounded::<Queued>(self.shared.config.queue_capacity);
         let stop = Arc::new(AtomicBool::new(false));
@@ -207,6 +209,9 @@ impl Planner {
         let mut last_records = 0;
         let mut last_completed = 0;
         let mut stall = StallWatch::default();
+        // When the run reached its duration: it drops what is queued and waits for the chains
+        // in flight for at most the drain grace.
+        let mut stopped_at: Option<Instant> = None;
         loop {
             let now = Instant::now();
             if now >= next_tick {
@@ -225,8 +230,11 @@ impl Planner {
                 // Ticks missed during a long step (a migration) are skipped, not caught up.
                 next_tick = Instant::now() + interval;
             }
-            if duration.is_some_and(|d| started.elapsed() >= d) {
+            if stopped_at.is_none() && duration.is_some_and(|d| started.elapsed() >= d) {
                 stop.store(true, Ordering::Release);
+                self.shared.discarding.store(true, Ordering::Release);
+                self.shared.chains_done.notify_all();
+                stopped_at = Some(Instant::now());
             }
             let inputs_done = ingress.iter().all(|h| h.is_finished());
             let (in_flight, completed) = {
@@ -235,6 +243,10 @@ impl Planner {
             };
             let drained = inputs_done && dispatcher.is_finished();
             if drained && in_flight == 0 {
+                break;
+            }
+            let grace = self.shared.config.drain_grace;
+            if drained && stopped_at.is_some_and(|t| t.elapsed() >= grace) {
                 break;
             }
             if let Some(secs) = stall.stalled(drained, completed) {
@@ -271,7 +283,9 @@ impl Planner {
         if let Some(error) = lock(&self.shared.sink_error).take() {
             return Err(PlannerError::Output { what: "sink records".into(), error });
         }
-        Ok(self.summary(started.elapsed()))
+        let mut summary = self.summary(started.elapsed());
+        summary.dropped_requests = self.shared.dropped.load(Ordering::Relaxed);
+        Ok(summary)
     }
 
     /// Asks every worker for the metrics of its current interval and waits for them, so the
@@ -349,7 +363,7 @@ impl Planner {
 
     fn summary(&self, elapsed: Duration) -> stats::RunSummary {
         let c = lock(&self.shared.chains);
-        stats::RunSummary::new(
+        let mut summary = stats::RunSummary::new(
             &self.shared.pipeline,
             elapsed.as_secs_f64(),
             self.inputs.requests.load(Ordering::Relaxed),
@@ -358,7 +372,12 @@ impl Planner {
             self.shared.sink_records.load(Ordering::Relaxed),
             &self.reports,
             &self.migrations,
-        )
+        );
+        summary.oversized_records = self.inputs.oversized.load(Ordering::Relaxed);
+        // Counted with the completions, under the same lock: together they account for
+        // every chain opened.
+        summary.abandoned_chains = c.in_flight() as u64;
+        summary
     }
 
     /// Observed statistics over the last `window_s` seconds of reports.

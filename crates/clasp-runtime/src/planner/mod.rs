@@ -56,6 +56,12 @@ struct Shared {
     sink_records: AtomicU64,
     sink_error: Mutex<Option<std::io::Error>>,
     stopping: AtomicBool,
+    /// Bytes of records in the incoming queue.
+    queued_bytes: AtomicU64,
+    /// Set when the run reached its duration: queued requests are dropped, not dispatched.
+    discarding: AtomicBool,
+    /// Requests dropped so.
+    dropped: AtomicU64,
 }
 
 impl Shared {
@@ -136,6 +142,9 @@ impl Planner {
             sink_records: AtomicU64::new(0),
             sink_error: Mutex::new(None),
             stopping: AtomicBool::new(false),
+            queued_bytes: AtomicU64::new(0),
+            discarding: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
         });
         spawn_acceptor(shared.clone(), listener);
         Ok(Self {

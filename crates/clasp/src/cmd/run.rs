@@ -630,6 +630,19 @@ fn summary(name: &str, policy: Policy, out: &job::JobOutput) -> String {
             o.name, o.processed, o.records, o.emitted, o.mean_exec_us, o.state_keys
         );
     }
+    if s.dropped_requests + s.abandoned_chains > 0 {
+        text += &format!(
+            "stopped    at the duration: {} queued requests dropped, {} chains still in flight\n",
+            s.dropped_requests, s.abandoned_chains
+        );
+    }
+    if s.oversized_records > 0 {
+        text += &format!(
+            "skipped    {} input records larger than the frame limit of {} bytes\n",
+            s.oversized_records,
+            clasp_runtime::wire::DEFAULT_MAX_FRAME
+        );
+    }
     let rejected = s.rejected();
     if rejected > 0 {
         text += &format!("rejected   {rejected} records:\n");
