@@ -124,6 +124,9 @@ impl WorkerPool {
                     cmd.arg("--tls-key").arg(&files.key);
                     cmd.arg("--tls-ca").arg(&files.ca);
                 }
+                // In a process group of its own, a terminal's Ctrl-C reaches the planner
+                // only, which then stops the run and collects the workers' results.
+                std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
                 let child = cmd.stdin(Stdio::null()).spawn().map_err(|error| {
                     ClusterError::Spawn { exe: exe.display().to_string(), error }
                 })?;

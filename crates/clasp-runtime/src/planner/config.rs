@@ -27,6 +27,9 @@ pub struct PlannerConfig {
     /// How long a run that reached its duration waits for the chains in flight before it
     /// stops and reports them as abandoned.
     pub drain_grace: std::time::Duration,
+    /// Set (by a signal handler) to stop a run early as if it had reached its duration; the
+    /// run's summary then says it was interrupted.
+    pub interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Window over which observed statistics are averaged (s).
     pub stats_window_s: f64,
     /// The cluster secret and TLS of every link (a cluster started here with no secret
@@ -56,6 +59,7 @@ impl Default for PlannerConfig {
             max_queued_bytes: 64 << 20,
             max_in_flight_bytes: 128 << 20,
             drain_grace: std::time::Duration::from_secs(5),
+            interrupt: std::sync::Arc::default(),
             stats_window_s: 10.0,
             security: Security::insecure(),
         }

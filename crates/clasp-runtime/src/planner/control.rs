@@ -70,9 +70,13 @@ impl Planner {
             }
             Event::Lost(w, reason) => {
                 let addr = lock(&self.shared.workers)
-                    .get(w.index())
-                    .and_then(Option::as_ref)
-                    .map_or_else(String::new, |s| format!("{}, pid {}", s.addr, s.pid));
+                    .get_mut(w.index())
+                    .and_then(Option::as_mut)
+                    .map_or_else(String::new, |s| {
+                        // Gone: what is saved after the failure is asked of the others only.
+                        s.left = true;
+                        format!("{}, pid {}", s.addr, s.pid)
+                    });
                 return Err(PlannerError::WorkerLost { worker: w, addr, reason });
             }
             Event::MigrationDone(d) => {
@@ -230,7 +234,10 @@ impl Planner {
                 // Ticks missed during a long step (a migration) are skipped, not caught up.
                 next_tick = Instant::now() + interval;
             }
-            if stopped_at.is_none() && duration.is_some_and(|d| started.elapsed() >= d) {
+            let interrupted = self.shared.config.interrupt.load(Ordering::Acquire);
+            if stopped_at.is_none()
+                && (interrupted || duration.is_some_and(|d| started.elapsed() >= d))
+            {
                 stop.store(true, Ordering::Release);
                 self.shared.discarding.store(true, Ordering::Release);
                 self.shared.chains_done.notify_all();
@@ -275,7 +282,7 @@ impl Planner {
         // Every chain completed, so every sink record has arrived (workers send a chain's
         // records before its credit).
         if let Err(e) = lock(&self.shared.sink).flush() {
-            lock(&self.shared.sink_error).get_or_insert(e);
+            self.shared.output_failed(e);
         }
         if let Some(e) = lock(&input_errors).take() {
             return Err(e);
@@ -285,6 +292,7 @@ impl Planner {
         }
         let mut summary = self.summary(started.elapsed());
         summary.dropped_requests = self.shared.dropped.load(Ordering::Relaxed);
+        summary.interrupted = self.shared.config.interrupt.load(Ordering::Acquire);
         Ok(summary)
     }
 
@@ -359,6 +367,25 @@ impl Planner {
         *last_records = records;
         *last_completed = completed;
         p
+    }
+
+    /// The summary of what a run that failed got through so far (its results are partial).
+    pub fn partial_summary(&self) -> stats::RunSummary {
+        let mut summary = self.summary(self.origin.elapsed());
+        summary.dropped_requests = self.shared.dropped.load(Ordering::Relaxed);
+        summary.interrupted = self.shared.config.interrupt.load(Ordering::Acquire);
+        summary
+    }
+
+    /// Writes out the sink records buffered so far (after a failure; a run that completes
+    /// flushes them itself).
+    pub fn flush_output(&self) -> Result<(), PlannerError> {
+        if let Some(error) = lock(&self.shared.sink_error).take() {
+            return Err(PlannerError::Output { what: "sink records".into(), error });
+        }
+        lock(&self.shared.sink)
+            .flush()
+            .map_err(|error| PlannerError::Output { what: "sink records".into(), error })
     }
 
     fn summary(&self, elapsed: Duration) -> stats::RunSummary {

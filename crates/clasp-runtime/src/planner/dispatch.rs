@@ -81,7 +81,7 @@ pub(super) fn spawn_dispatcher(
                             if let Err(e) =
                                 lock(&shared.sink).write(&p.sinks[s.index()].name, &batch)
                             {
-                                lock(&shared.sink_error).get_or_insert(e);
+                                shared.output_failed(e);
                             }
                             leftover += share;
                         }

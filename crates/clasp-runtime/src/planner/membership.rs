@@ -252,7 +252,7 @@ fn spawn_worker_receiver(
                         shared.sink_records.fetch_add(batch.len() as u64, Ordering::Relaxed);
                         let name = &shared.pipeline.sinks[sink.index()].name;
                         if let Err(e) = lock(&shared.sink).write(name, &batch) {
-                            lock(&shared.sink_error).get_or_insert(e);
+                            shared.output_failed(e);
                         }
                     }
                     Message::Report(r) => {

@@ -77,6 +77,16 @@ impl Shared {
         }
     }
 
+    /// Records a failure to write sink records, and reports the first at once (the run's
+    /// result names it again at its end).
+    fn output_failed(&self, e: std::io::Error) {
+        let mut first = lock(&self.sink_error);
+        if first.is_none() {
+            tracing::error!("writing sink records failed: {e}; the run's output is incomplete");
+            *first = Some(e);
+        }
+    }
+
     /// Applies returned credit and wakes the dispatcher when chains completed.
     fn settle(&self, returns: &[wire::CreditReturn]) {
         if lock(&self.chains).settle(returns, now_ns()) > 0 {

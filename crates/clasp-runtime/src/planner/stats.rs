@@ -115,6 +115,9 @@ pub struct RunSummary {
     /// the drain grace).
     #[serde(default)]
     pub abandoned_chains: u64,
+    /// The run was stopped by a signal: its results are partial.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 impl RunSummary {
@@ -185,6 +188,7 @@ impl RunSummary {
             oversized_records: 0,
             dropped_requests: 0,
             abandoned_chains: 0,
+            interrupted: false,
         }
     }
 

@@ -520,8 +520,9 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
         if args.processes { ", workers as processes" } else { "" },
         emulation_note(&job)
     );
+    stop_on_signals(&job.planner.interrupt)?;
     let quiet = args.quiet;
-    let out = job::run(
+    let result = job::run(
         job,
         inputs,
         sink,
@@ -532,18 +533,62 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
             }
         },
         |e| eprintln!("{}", event_line(e)),
-    )?;
+    );
+    let out = match result {
+        Ok(out) => out,
+        Err(job::JobError::Failed { error, saved, stats }) => {
+            // What the run got through is written, and said to be partial.
+            let mut saved: Vec<String> = [saved].into_iter().filter(|s| !s.is_empty()).collect();
+            if let Some(d) = &mut dump {
+                saved.push(match d.flush() {
+                    Ok(()) => "the state dump is written".into(),
+                    Err(e) => format!("--state-dump: {e}"),
+                });
+            }
+            if let Some(path) = &args.stats {
+                saved.push(match write_stats(path, &stats) {
+                    Ok(()) => format!("--stats {} covers the run until it failed", path.display()),
+                    Err(e) => format!("{e:#}"),
+                });
+            }
+            if saved.is_empty() {
+                saved.push("none (no --state-dump or --stats asked for)".into());
+            }
+            return Err(anyhow::Error::new(*error)
+                .context(format!("the run failed; partial results: {}", saved.join("; "))));
+        }
+        Err(e) => return Err(e.into()),
+    };
     if let Some(d) = &mut dump {
         d.flush().context("--state-dump")?;
     }
     if let Some(path) = &args.stats {
-        let mut w = create(path, "--stats")?;
-        serde_json::to_writer_pretty(&mut w, &out.stats).context("--stats")?;
-        w.flush().context("--stats")?;
+        write_stats(path, &out.stats)?;
     }
     print!("{}", summary(&name, policy, &out));
     if !note.is_empty() {
         println!("note       {}", note.trim_start_matches("; "));
+    }
+    if out.summary.interrupted {
+        bail!("interrupted by a signal: the results written are partial");
+    }
+    Ok(())
+}
+
+fn write_stats(path: &PathBuf, stats: &job::RunStats) -> Result<()> {
+    let mut w = create(path, "--stats")?;
+    serde_json::to_writer_pretty(&mut w, stats).context("--stats")?;
+    w.flush().context("--stats")
+}
+
+/// A first SIGINT or SIGTERM stops the run as its duration would, so that what it got through
+/// is written; a second one ends the process at once.
+fn stop_on_signals(interrupt: &Arc<std::sync::atomic::AtomicBool>) -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, interrupt.clone())
+            .and_then(|_| signal_hook::flag::register(signal, interrupt.clone()))
+            .with_context(|| format!("installing the handler of signal {signal}"))?;
     }
     Ok(())
 }
@@ -630,7 +675,12 @@ fn summary(name: &str, policy: Policy, out: &job::JobOutput) -> String {
             o.name, o.processed, o.records, o.emitted, o.mean_exec_us, o.state_keys
         );
     }
-    if s.dropped_requests + s.abandoned_chains > 0 {
+    if s.interrupted {
+        text += &format!(
+            "stopped    by a signal (results partial): {} queued requests dropped, {} chains still in flight\n",
+            s.dropped_requests, s.abandoned_chains
+        );
+    } else if s.dropped_requests + s.abandoned_chains > 0 {
         text += &format!(
             "stopped    at the duration: {} queued requests dropped, {} chains still in flight\n",
             s.dropped_requests, s.abandoned_chains
