@@ -21,11 +21,14 @@
 //! metric is defined relative to the end of 10 s windows, so results stay comparable to
 //! published YSB numbers. One window's lateness tolerates the reordering of a parallel run.
 
-use crate::json::{self, Str, Value};
+use crate::json::{Member, Object, Scalar, Text, scalar};
 use crate::text::{Buf, Params, fields, parse_u64};
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::{SeededRng, independent_stream};
 use clasp_core::{Batch, Context, Operator, Registry};
+use rand::{Rng, RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -46,7 +49,7 @@ pub const EVENT_TYPES: [&str; 3] = ["view", "click", "purchase"];
 const CATALOG_SEED: u64 = 0x5953_4243;
 
 /// A UUID-formatted id drawn from `rng`.
-pub fn uuid(rng: &mut SplitMix64) -> String {
+pub fn uuid(rng: &mut SeededRng) -> String {
     let (a, b) = (rng.next_u64(), rng.next_u64());
     format!(
         "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
@@ -69,7 +72,7 @@ pub struct Catalog {
 
 /// The table for `campaigns × ads_per_campaign` ads.
 pub fn catalog(campaigns: usize, ads_per_campaign: usize) -> Catalog {
-    let mut rng = SplitMix64::new(CATALOG_SEED);
+    let mut rng = SeededRng::seed_from_u64(CATALOG_SEED);
     let campaigns: Vec<String> = (0..campaigns).map(|_| uuid(&mut rng)).collect();
     let ads = (0..campaigns.len() * ads_per_campaign)
         .map(|i| (uuid(&mut rng), i / ads_per_campaign))
@@ -81,24 +84,51 @@ pub fn catalog(campaigns: usize, ads_per_campaign: usize) -> Catalog {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Deserialize_;
 
-/// The seven fields of one event, borrowed from its JSON text.
-fn event_fields(line: &[u8]) -> Result<[Option<Str<'_>>; 7], &'static str> {
-    let mut found: [Option<Str<'_>>; 7] = [None; 7];
-    let mut time: Option<&[u8]> = None;
-    json::members(line, |k, v| {
-        let Some(i) = FIELDS.iter().position(|f| k.is(f)) else { return Ok(()) };
-        match v {
-            Value::Str(s) => found[i] = Some(s),
-            Value::Num(n) if i == 5 => time = Some(n),
-            _ => return Err("field is not a string"),
-        }
-        Ok(())
-    })?;
-    if let Some(t) = time {
-        // A numeric event_time is carried as if it had been written as a string.
-        found[5] = Some(Str::from_plain(t));
+/// One YSB event as read from its JSON text, strings borrowed from it. Every field but
+/// `event_time` must be a string; other members are ignored.
+#[derive(Debug, Deserialize)]
+struct Event<'a> {
+    #[serde(borrow, default)]
+    user_id: Member<Text<'a>>,
+    #[serde(borrow, default)]
+    page_id: Member<Text<'a>>,
+    #[serde(borrow, default)]
+    ad_id: Member<Text<'a>>,
+    #[serde(borrow, default)]
+    ad_type: Member<Text<'a>>,
+    #[serde(borrow, default)]
+    event_type: Member<Text<'a>>,
+    /// A string, as YSB writes it, or a number.
+    #[serde(borrow, default)]
+    event_time: Member<&'a RawValue>,
+    #[serde(borrow, default)]
+    ip_address: Member<Text<'a>>,
+}
+
+/// The seven fields of one event in [`FIELDS`] order, `None` where missing. A numeric
+/// `event_time` is carried as written, as if it had been a string.
+fn event_fields(line: &[u8]) -> Result<[Option<Cow<'_, str>>; 7], &'static str> {
+    fn text(m: Member<Text<'_>>) -> Option<Cow<'_, str>> {
+        m.present().map(|t| t.0)
     }
-    Ok(found)
+    // One UTF-8 check of the whole line, so that strings are not checked one by one.
+    let line = std::str::from_utf8(line).map_err(|_| "bad JSON")?;
+    let Object(e) = serde_json::from_str::<Object<Event<'_>>>(line).map_err(|_| "bad JSON")?;
+    let time = match e.event_time.present().map(scalar) {
+        None => None,
+        Some(Scalar::Number(n)) => Some(Cow::Borrowed(n)),
+        Some(Scalar::Text(t)) => Some(t),
+        Some(Scalar::Other) => return Err("bad JSON"),
+    };
+    Ok([
+        text(e.user_id),
+        text(e.page_id),
+        text(e.ad_id),
+        text(e.ad_type),
+        text(e.event_type),
+        time,
+        text(e.ip_address),
+    ])
 }
 
 impl Operator for Deserialize_ {
@@ -115,22 +145,25 @@ impl Operator for Deserialize_ {
 }
 
 fn deserialize(line: &[u8], out: &mut Buf) -> Result<(), &'static str> {
-    let found = event_fields(line).map_err(|_| "bad JSON")?;
+    let found = event_fields(line)?;
     out.clear();
     for (i, f) in found.iter().enumerate() {
-        let s = f.ok_or("missing field")?;
-        if i > 0 {
-            out.byte(b'\t');
-        }
-        let start = out.get().map_or(0, <[u8]>::len);
-        s.write_to(out)?;
-        let value = &out.get().ok_or("event too long")?[start..];
-        if value.contains(&b'\t') {
+        let field = f.as_ref().ok_or("missing field")?;
+        // JSON strings hold no raw control characters: a tab can only come from an escape.
+        if matches!(field, Cow::Owned(s) if s.contains('\t')) {
             return Err("tab in field");
         }
+        let value = field.as_bytes();
         if i == 5 && parse_u64(value).is_none() {
             return Err("non-numeric event_time");
         }
+        if i > 0 {
+            out.byte(b'\t');
+        }
+        out.put(value);
+    }
+    if out.get().is_none() {
+        return Err("event too long");
     }
     Ok(())
 }
@@ -300,7 +333,7 @@ pub const START_MS: u64 = 1_500_000_000_000;
 /// per second of event time), so 100,000 events span ten 10 s windows.
 #[derive(Debug)]
 pub struct Generator {
-    rng: SplitMix64,
+    rng: SeededRng,
     users: Vec<String>,
     pages: Vec<String>,
     ads: Vec<String>,
@@ -310,7 +343,7 @@ pub struct Generator {
 impl Generator {
     /// A generator for `seed`.
     pub fn new(seed: u64) -> Self {
-        let mut rng = SplitMix64::derive(seed, 0x4141);
+        let mut rng = independent_stream(seed, 0x4141);
         let users = (0..100).map(|_| uuid(&mut rng)).collect();
         let pages = (0..100).map(|_| uuid(&mut rng)).collect();
         let ads = catalog(CAMPAIGNS, ADS_PER_CAMPAIGN).ads.into_iter().map(|a| a.0).collect();
@@ -319,13 +352,13 @@ impl Generator {
 
     /// Writes the next event into `out` (cleared first).
     pub fn next_line(&mut self, out: &mut Vec<u8>) {
-        let pick = |rng: &mut SplitMix64, n: usize| rng.below(n as u64) as usize;
+        let pick = |rng: &mut SeededRng, n: usize| rng.random_range(0..n as u64) as usize;
         let user = &self.users[pick(&mut self.rng, self.users.len())];
         let page = &self.pages[pick(&mut self.rng, self.pages.len())];
         let ad = &self.ads[pick(&mut self.rng, self.ads.len())];
         let ad_type = AD_TYPES[pick(&mut self.rng, AD_TYPES.len())];
         let event_type = EVENT_TYPES[pick(&mut self.rng, EVENT_TYPES.len())];
-        self.time += self.rng.below(3);
+        self.time += self.rng.random_range(0..3);
         out.clear();
         use std::io::Write;
         let _ = write!(
@@ -364,6 +397,11 @@ mod tests {
             (br#"{"user_id":"u","page_id":"p","ad_id":"a","ad_type":"t","event_type":"view","event_time":"x","ip_address":"i"}"#, "non-numeric event_time"),
             (br#"{"user_id":"u\t","page_id":"p","ad_id":"a","ad_type":"t","event_type":"view","event_time":"1","ip_address":"i"}"#, "tab in field"),
             (br#"{"user_id":1,"page_id":"p","ad_id":"a","ad_type":"t","event_type":"view","event_time":"1","ip_address":"i"}"#, "bad JSON"),
+            (br#"{"user_id":null,"page_id":"p","ad_id":"a","ad_type":"t","event_type":"view","event_time":"1","ip_address":"i"}"#, "bad JSON"),
+            (br#"{"user_id":"u","page_id":"p","ad_id":"a","ad_type":"t","event_type":"view","event_time":true,"ip_address":"i"}"#, "bad JSON"),
+            (br#"{"user_id":"u","page_id":"p","ad_id":"a","ad_type":"t","event_type":"view","event_time":1.5,"ip_address":"i"}"#, "non-numeric event_time"),
+            (br#"{"user_id":"u","page_id":"p","ad_id":"a","ad_type":"t","event_type":"view","event_time":-0,"ip_address":"i"}"#, "non-numeric event_time"),
+            (br#"["u","p","a","t","view","1","i"]"#, "bad JSON"),
         ] {
             assert_eq!(deserialize(bad, &mut out), Err(why));
         }

@@ -1,360 +1,159 @@
-//! A small zero-copy JSON reader for the flat objects of YSB events and SenML messages.
-//!
-//! It validates the JSON grammar while walking an object's members and hands out borrowed
-//! slices: strings without escapes (the normal case) are compared and emitted without copying;
-//! escaped strings are decoded on demand into a caller's buffer. Nesting is bounded so hostile
-//! input cannot exhaust the stack.
+//! Reading the fields of JSON records (YSB events, SenML messages) with `serde_json` without
+//! copying them: strings are borrowed from the record unless they hold escapes, and values
+//! whose exact text matters (numbers, which may also be written as strings) are taken as the
+//! raw text of the record.
 
-use crate::text::Buf;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Deserialize, Deserializer, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
 
-/// Why a text is not the JSON we expect.
-pub type Error = &'static str;
-
-const MAX_DEPTH: usize = 32;
-
-/// A JSON string as it appears between its quotes.
+/// A value that must be a JSON object: a derived struct alone would also accept an array of
+/// its fields' values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Str<'a> {
-    raw: &'a [u8],
-    escaped: bool,
-}
+pub struct Object<T>(pub T);
 
-impl<'a> Str<'a> {
-    /// A string whose content is `raw` as is.
-    pub fn from_plain(raw: &'a [u8]) -> Self {
-        Self { raw, escaped: false }
-    }
-
-    /// The string's bytes when it has no escapes (the bytes are then exactly its content).
-    #[inline]
-    pub fn plain(&self) -> Option<&'a [u8]> {
-        (!self.escaped).then_some(self.raw)
-    }
-
-    /// Whether the string's content equals `s`.
-    pub fn is(&self, s: &str) -> bool {
-        if !self.escaped {
-            return self.raw == s.as_bytes();
-        }
-        let mut b = Buf::new();
-        self.decode_into(&mut b).is_ok() && b.get() == Some(s.as_bytes())
-    }
-
-    /// The content: borrowed when plain, else decoded into `buf` (cleared first).
-    pub fn content<'b>(&self, buf: &'b mut Buf) -> Result<&'b [u8], Error>
-    where
-        'a: 'b,
-    {
-        if !self.escaped {
-            return Ok(self.raw);
-        }
-        self.decode_into(buf)?;
-        buf.get().ok_or("string too long")
-    }
-
-    /// Appends the content to `out`, decoding escapes.
-    pub fn write_to(&self, out: &mut Buf) -> Result<(), Error> {
-        if self.escaped {
-            let mut b = Buf::new();
-            out.put(self.content(&mut b)?);
-        } else {
-            out.put(self.raw);
-        }
-        Ok(())
-    }
-
-    fn decode_into(&self, buf: &mut Buf) -> Result<(), Error> {
-        buf.clear();
-        let s = self.raw;
-        let mut i = 0;
-        while i < s.len() {
-            if s[i] != b'\\' {
-                buf.byte(s[i]);
-                i += 1;
-                continue;
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Members<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
             }
-            let c = *s.get(i + 1).ok_or("bad escape")?;
-            i += 2;
-            let simple = match c {
-                b'"' => b'"',
-                b'\\' => b'\\',
-                b'/' => b'/',
-                b'b' => 8,
-                b'f' => 12,
-                b'n' => b'\n',
-                b'r' => b'\r',
-                b't' => b'\t',
-                b'u' => {
-                    let cp = hex4(s.get(i..i + 4).ok_or("bad \\u escape")?)?;
-                    i += 4;
-                    // Surrogates are replaced rather than paired: keys and ids never need them.
-                    let ch = char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER);
-                    let mut utf8 = [0u8; 4];
-                    buf.put(ch.encode_utf8(&mut utf8).as_bytes());
-                    continue;
-                }
-                _ => return Err("bad escape"),
-            };
-            buf.byte(simple);
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
         }
-        Ok(())
+        d.deserialize_map(Members(PhantomData)).map(Object)
     }
 }
 
-fn hex4(h: &[u8]) -> Result<u32, Error> {
-    let mut v = 0;
-    for &c in h {
-        let d = (c as char).to_digit(16).ok_or("bad \\u escape")?;
-        v = v * 16 + d;
+/// A JSON string: borrowed from the record when it has no escapes, decoded otherwise.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Text<'a>(#[serde(borrow)] pub Cow<'a, str>);
+
+impl Text<'_> {
+    /// The string's content.
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
-    Ok(v)
 }
 
-/// A JSON value; objects and arrays are given as their raw text, to be walked with
-/// [`members`] and [`items`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Value<'a> {
-    /// A string.
-    Str(Str<'a>),
-    /// A number, as written.
-    Num(&'a [u8]),
-    /// `true` or `false`.
-    Bool(bool),
-    /// `null`.
-    Null,
-    /// An object, braces included.
-    Object(&'a [u8]),
-    /// An array, brackets included.
-    Array(&'a [u8]),
+/// A string if the value is one; a value of any other type is validated, skipped and read as
+/// `None`, so that a member of the wrong type can be reported for what it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MaybeText<'a>(pub Option<Cow<'a, str>>);
+
+impl<'de> Deserialize<'de> for MaybeText<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct AnyValue;
+        impl<'de> Visitor<'de> for AnyValue {
+            type Value = MaybeText<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: Error>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(MaybeText(Some(Cow::Borrowed(s))))
+            }
+            fn visit_str<E: Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(MaybeText(Some(Cow::Owned(s.to_owned()))))
+            }
+            fn visit_bool<E: Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_i64<E: Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_u64<E: Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_f64<E: Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(MaybeText(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                skip_members(map)?;
+                Ok(MaybeText(None))
+            }
+        }
+        d.deserialize_any(AnyValue)
+    }
 }
 
-impl<'a> Value<'a> {
-    /// The bytes of a number, or of a string holding one (SenML files write `"v":"21.5"`).
-    pub fn numeric_text(&self) -> Option<&'a [u8]> {
+/// Reads and discards the remaining members of an object (validating them).
+pub fn skip_members<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// A member that may be absent. Unlike `Option`, `null` is a value (of the wrong type for a
+/// string or a number), not an absent member, so that it is reported as such.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Member<T> {
+    /// The object has no such member.
+    #[default]
+    Absent,
+    /// The member's value.
+    Present(T),
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Member<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::deserialize(d).map(Member::Present)
+    }
+}
+
+impl<T> Member<T> {
+    /// The value, if present.
+    pub fn present(self) -> Option<T> {
         match self {
-            Value::Num(n) => Some(n),
-            Value::Str(s) => s.plain(),
-            _ => None,
+            Member::Absent => None,
+            Member::Present(v) => Some(v),
         }
     }
 }
 
-struct Reader<'a> {
-    s: &'a [u8],
-    i: usize,
+/// What a raw value holds, for fields that may be a number or a string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scalar<'a> {
+    /// A number, as written.
+    Number(&'a str),
+    /// A string's content.
+    Text(Cow<'a, str>),
+    /// `null`, `true`, `false`, an object or an array.
+    Other,
 }
 
-impl<'a> Reader<'a> {
-    #[inline]
-    fn ws(&mut self) {
-        while self.i < self.s.len() && matches!(self.s[self.i], b' ' | b'\t' | b'\n' | b'\r') {
-            self.i += 1;
-        }
-    }
-
-    #[inline]
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.i).copied()
-    }
-
-    fn expect(&mut self, c: u8, err: Error) -> Result<(), Error> {
-        self.ws();
-        if self.peek() == Some(c) {
-            self.i += 1;
-            Ok(())
-        } else {
-            Err(err)
-        }
-    }
-
-    fn string(&mut self) -> Result<Str<'a>, Error> {
-        self.expect(b'"', "expected a string")?;
-        let start = self.i;
-        let mut escaped = false;
-        while let Some(c) = self.peek() {
-            match c {
-                b'"' => {
-                    let raw = &self.s[start..self.i];
-                    self.i += 1;
-                    return Ok(Str { raw, escaped });
-                }
-                b'\\' => {
-                    escaped = true;
-                    self.i += 2;
-                }
-                0..=0x1f => return Err("control character in string"),
-                _ => self.i += 1,
-            }
-        }
-        Err("unterminated string")
-    }
-
-    fn digits(&mut self) -> usize {
-        let start = self.i;
-        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
-            self.i += 1;
-        }
-        self.i - start
-    }
-
-    fn number(&mut self) -> Result<&'a [u8], Error> {
-        let start = self.i;
-        if self.peek() == Some(b'-') {
-            self.i += 1;
-        }
-        match self.digits() {
-            0 => return Err("bad number"),
-            n if n > 1 && self.s[self.i - n] == b'0' => return Err("bad number"),
-            _ => {}
-        }
-        if self.peek() == Some(b'.') {
-            self.i += 1;
-            if self.digits() == 0 {
-                return Err("bad number");
-            }
-        }
-        if matches!(self.peek(), Some(b'e' | b'E')) {
-            self.i += 1;
-            if matches!(self.peek(), Some(b'+' | b'-')) {
-                self.i += 1;
-            }
-            if self.digits() == 0 {
-                return Err("bad number");
-            }
-        }
-        Ok(&self.s[start..self.i])
-    }
-
-    fn literal(&mut self, word: &[u8], v: Value<'a>) -> Result<Value<'a>, Error> {
-        if self.s[self.i..].starts_with(word) {
-            self.i += word.len();
-            Ok(v)
-        } else {
-            Err("unexpected character")
-        }
-    }
-
-    fn value(&mut self, depth: usize) -> Result<Value<'a>, Error> {
-        self.ws();
-        match self.peek().ok_or("unexpected end")? {
-            b'"' => self.string().map(Value::Str),
-            b'{' => {
-                let start = self.i;
-                self.walk_object(depth + 1, &mut |_, _| Ok(()))?;
-                Ok(Value::Object(&self.s[start..self.i]))
-            }
-            b'[' => {
-                let start = self.i;
-                self.walk_array(depth + 1, &mut |_| Ok(()))?;
-                Ok(Value::Array(&self.s[start..self.i]))
-            }
-            b't' => self.literal(b"true", Value::Bool(true)),
-            b'f' => self.literal(b"false", Value::Bool(false)),
-            b'n' => self.literal(b"null", Value::Null),
-            b'-' | b'0'..=b'9' => self.number().map(Value::Num),
-            _ => Err("unexpected character"),
-        }
-    }
-
-    fn walk_object(
-        &mut self,
-        depth: usize,
-        f: &mut dyn FnMut(Str<'a>, Value<'a>) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        if depth > MAX_DEPTH {
-            return Err("nesting too deep");
-        }
-        self.expect(b'{', "expected an object")?;
-        self.ws();
-        if self.peek() == Some(b'}') {
-            self.i += 1;
-            return Ok(());
-        }
-        loop {
-            let key = self.string()?;
-            self.expect(b':', "expected `:`")?;
-            let v = self.value(depth)?;
-            f(key, v)?;
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b'}') => {
-                    self.i += 1;
-                    return Ok(());
-                }
-                _ => return Err("expected `,` or `}`"),
-            }
-        }
-    }
-
-    fn walk_array(
-        &mut self,
-        depth: usize,
-        f: &mut dyn FnMut(Value<'a>) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        if depth > MAX_DEPTH {
-            return Err("nesting too deep");
-        }
-        self.expect(b'[', "expected an array")?;
-        self.ws();
-        if self.peek() == Some(b']') {
-            self.i += 1;
-            return Ok(());
-        }
-        loop {
-            let v = self.value(depth)?;
-            f(v)?;
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b']') => {
-                    self.i += 1;
-                    return Ok(());
-                }
-                _ => return Err("expected `,` or `]`"),
-            }
-        }
-    }
-
-    fn end(&mut self) -> Result<(), Error> {
-        self.ws();
-        if self.i == self.s.len() { Ok(()) } else { Err("trailing characters") }
+/// Classifies the raw text of one JSON value (which `serde_json` has already validated).
+pub fn scalar(raw: &RawValue) -> Scalar<'_> {
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'-' | b'0'..=b'9') => Scalar::Number(text),
+        Some(b'"') => match serde_json::from_str::<Text<'_>>(text) {
+            Ok(t) => Scalar::Text(t.0),
+            Err(_) => Scalar::Other,
+        },
+        _ => Scalar::Other,
     }
 }
 
-/// Calls `f` with every member of the object `text` (which must be one object, surrounding
-/// whitespace allowed). `f` may stop the walk by returning an error.
-pub fn members<'a>(
-    text: &'a [u8],
-    mut f: impl FnMut(Str<'a>, Value<'a>) -> Result<(), Error>,
-) -> Result<(), Error> {
-    let mut r = Reader { s: text, i: 0 };
-    r.walk_object(0, &mut f)?;
-    r.end()
-}
-
-/// Calls `f` with every item of the array `text`.
-pub fn items<'a>(
-    text: &'a [u8],
-    mut f: impl FnMut(Value<'a>) -> Result<(), Error>,
-) -> Result<(), Error> {
-    let mut r = Reader { s: text, i: 0 };
-    r.walk_array(0, &mut f)?;
-    r.end()
-}
-
-/// Appends `s` to `out` as a JSON string body (quotes not included), escaping as needed.
-pub fn escape_into(s: &[u8], out: &mut Buf) {
-    for &c in s {
-        match c {
-            b'"' => out.put(b"\\\""),
-            b'\\' => out.put(b"\\\\"),
-            0..=0x1f => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.put(b"\\u00").byte(HEX[usize::from(c >> 4)]).byte(HEX[usize::from(c & 15)])
-            }
-            _ => out.byte(c),
-        };
+/// The text of a number, or of a string holding one (SenML files write `"v":"21.5"`, YSB
+/// `"event_time":"1500000000000"`); `None` for other values.
+pub fn numeric_text<'a>(raw: &'a RawValue) -> Option<Cow<'a, str>> {
+    match scalar(raw) {
+        Scalar::Number(n) => Some(Cow::Borrowed(n)),
+        Scalar::Text(t) => Some(t),
+        Scalar::Other => None,
     }
 }
 
@@ -362,79 +161,82 @@ pub fn escape_into(s: &[u8], out: &mut Buf) {
 mod tests {
     use super::*;
 
-    fn collect(text: &str) -> Result<Vec<(String, String)>, Error> {
-        let mut v = Vec::new();
-        members(text.as_bytes(), |k, val| {
-            let mut b = Buf::new();
-            let key = String::from_utf8(k.content(&mut b)?.to_vec()).unwrap();
-            let val = match val {
-                Value::Str(s) => String::from_utf8(s.content(&mut b)?.to_vec()).unwrap(),
-                Value::Num(n) | Value::Object(n) | Value::Array(n) => {
-                    String::from_utf8(n.to_vec()).unwrap()
-                }
-                Value::Bool(x) => x.to_string(),
-                Value::Null => "null".into(),
-            };
-            v.push((key, val));
-            Ok(())
-        })?;
-        Ok(v)
+    #[derive(Debug, serde::Deserialize)]
+    struct Record<'a> {
+        #[serde(borrow, default)]
+        s: Member<Text<'a>>,
+        #[serde(borrow, default)]
+        v: Member<&'a RawValue>,
     }
 
     #[test]
-    fn reads_flat_and_nested_members() {
-        let v = collect(
-            r#" {"a": "x", "b":-1.5e3, "c" : [1, {"d": null}], "e\u0041": "q\"\\\n", "f": true} "#,
-        )
-        .unwrap();
-        assert_eq!(v[0], ("a".into(), "x".into()));
-        assert_eq!(v[1], ("b".into(), "-1.5e3".into()));
-        assert_eq!(v[2], ("c".into(), "[1, {\"d\": null}]".into()));
-        assert_eq!(v[3], ("eA".into(), "q\"\\\n".into()));
-        assert_eq!(v[4], ("f".into(), "true".into()));
-        let mut n = 0;
-        items(b"[1,2, 3]", |_| {
-            n += 1;
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(n, 3);
+    fn strings_are_borrowed_unless_escaped() {
+        let Object(r) =
+            serde_json::from_str::<Object<Record<'_>>>(r#"{"s": "plain", "v": 1}"#).unwrap();
+        assert!(matches!(r.s, Member::Present(Text(Cow::Borrowed("plain")))));
+        let r: Record<'_> = serde_json::from_str(r#"{"s": "k\u0065y\n"}"#).unwrap();
+        assert_eq!(r.s, Member::Present(Text(Cow::Owned("key\n".into()))));
+        assert!(matches!(r.s, Member::Present(Text(Cow::Owned(_)))));
+        assert!(matches!(r.v, Member::Absent));
     }
 
     #[test]
-    fn rejects_malformed_text() {
+    fn maybe_text_reads_strings_and_skips_anything_else() {
+        fn read(t: &str) -> serde_json::Result<Option<Cow<'_, str>>> {
+            serde_json::from_str::<MaybeText<'_>>(t).map(|m| m.0)
+        }
+        assert!(matches!(read(r#""x""#), Ok(Some(Cow::Borrowed("x")))));
+        assert_eq!(read(r#""\"x""#).unwrap().as_deref(), Some("\"x"));
+        for other in ["1", "-1", "1.5", "true", "null", r#"[1, {"a": [2]}]"#, r#"{"a": {"b": 1}}"#]
+        {
+            assert_eq!(read(other).unwrap(), None, "{other}");
+        }
+        for bad in ["[1,]", r#"{"a" 1}"#, "tru"] {
+            assert!(read(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn null_is_a_value_and_absence_is_not() {
+        let r: Record<'_> = serde_json::from_str(r#"{"v": null}"#).unwrap();
+        assert_eq!(r.s, Member::Absent);
+        assert_eq!(scalar(r.v.present().unwrap()), Scalar::Other);
+        assert!(serde_json::from_str::<Record<'_>>(r#"{"s": null}"#).is_err());
+        assert!(serde_json::from_str::<Record<'_>>(r#"{"s": 7}"#).is_err());
+    }
+
+    #[test]
+    fn numbers_keep_their_text() {
+        let raw = |t: &str| -> Box<RawValue> { serde_json::from_str(t).unwrap() };
+        assert_eq!(numeric_text(&raw(" 1.0005 ")).as_deref(), Some("1.0005"));
+        assert_eq!(numeric_text(&raw("-2e3")).as_deref(), Some("-2e3"));
+        assert_eq!(numeric_text(&raw(r#""21.5""#)).as_deref(), Some("21.5"));
+        assert_eq!(numeric_text(&raw(r#""\u0032""#)).as_deref(), Some("2"));
+        for other in ["true", "null", "[1]", "{}"] {
+            assert_eq!(numeric_text(&raw(other)), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn malformed_text_and_arrays_for_objects_are_errors() {
+        assert!(serde_json::from_str::<Record<'_>>(r#"["x"]"#).is_ok(), "a struct takes an array");
         for bad in [
             "",
             "{",
-            "{\"a\"}",
-            "{\"a\":}",
-            "{\"a\":1,}",
-            "{\"a\":01}",
-            "{\"a\":1.}",
+            "{\"s\"}",
+            "{\"s\":}",
+            "{\"s\":\"x\",}",
+            "{\"v\":01}",
+            "{\"v\":1.}",
             "[1]",
-            "{\"a\":\"x}",
-            "{\"a\":tru}",
+            "[\"x\"]",
+            "{\"s\":\"x}",
+            "{\"v\":tru}",
             "{} x",
-            "{\"a\":\"\u{1}\"}",
-            "{\"a\":-}",
+            "{\"s\":\"\u{1}\"}",
+            "{\"v\":-}",
         ] {
-            assert!(collect(bad).is_err(), "{bad:?}");
+            assert!(serde_json::from_str::<Object<Record<'_>>>(bad).is_err(), "{bad:?}");
         }
-        let deep = "[".repeat(100) + &"]".repeat(100);
-        assert_eq!(collect(&format!("{{\"a\":{deep}}}")), Err("nesting too deep"));
-    }
-
-    #[test]
-    fn string_comparison_and_escaping() {
-        let mut seen = None;
-        members(br#"{"k\u0065y":"v"}"#, |k, _| {
-            seen = Some(k.is("key"));
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(seen, Some(true));
-        let mut b = Buf::new();
-        escape_into(b"a\"b\\c\n", &mut b);
-        assert_eq!(b.get(), Some(&br#"a\"b\\c\u000a"#[..]));
     }
 }

@@ -7,19 +7,15 @@
 //! allocates nothing per record (new keys of keyed state aside). Malformed input is rejected
 //! through `Context::reject` with a reason and never stops a pipeline. Numbers with decimals
 //! are fixed-point integers, so results are exact and identical wherever they are computed.
-//!
-//! With the `reference` feature, [`reference`] holds independent single-threaded
-//! implementations of every app, for tests that check a run's sinks and final state.
 
 pub mod aa;
+pub mod date;
 pub mod etl;
 pub mod inputs;
 pub mod json;
 pub mod nwm;
 pub mod pl;
 pub mod profile;
-#[cfg(feature = "reference")]
-pub mod reference;
 pub mod sd;
 pub mod syn;
 pub mod taxi;

@@ -23,8 +23,9 @@
 //! counted as `late`.
 
 use crate::text::{Buf, Params, emit_or_reject, fields, parse_u64, trim};
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::{SeededRng, independent_stream};
 use clasp_core::{Batch, Context, Operator, Registry};
+use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
 /// Hosts in the generated network.
@@ -317,7 +318,7 @@ pub fn register(r: &mut Registry) {
 /// seeded random order.
 #[derive(Debug)]
 pub struct Generator {
-    rng: SplitMix64,
+    rng: SeededRng,
     day: u32,
     today: Vec<u32>,
 }
@@ -325,14 +326,14 @@ pub struct Generator {
 impl Generator {
     /// A generator for `seed`.
     pub fn new(seed: u64) -> Self {
-        Self { rng: SplitMix64::derive(seed, 0x4e57), day: 0, today: Vec::new() }
+        Self { rng: independent_stream(seed, 0x4e57), day: 0, today: Vec::new() }
     }
 
     fn next_day(&mut self) {
         self.day += 1;
         self.today = (0..(HOSTS * LOGINS_PER_HOST_DAY) as u32).map(|i| i % HOSTS as u32).collect();
         for i in (1..self.today.len()).rev() {
-            let j = self.rng.below(i as u64 + 1) as usize;
+            let j = self.rng.random_range(0..i as u64 + 1) as usize;
             self.today.swap(i, j);
         }
     }
@@ -345,8 +346,8 @@ impl Generator {
                 None => self.next_day(),
             }
         };
-        let user = self.rng.below(50);
-        let outcome = if self.rng.chance(FAILURE_RATE) { "failure" } else { "success" };
+        let user = self.rng.random_range(0..50);
+        let outcome = if self.rng.random_bool(FAILURE_RATE) { "failure" } else { "success" };
         out.clear();
         use std::io::Write;
         let _ = write!(out, "{},host{host:04},user{user:02},{outcome}", self.day);

@@ -15,8 +15,10 @@
 //! - `pl.format` ("sink"): `category,block,mean`.
 
 use crate::text::{Buf, Params, emit_or_reject, fields, parse_u64, trim};
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::{SeededRng, independent_stream};
 use clasp_core::{Batch, Context, Operator, Registry};
+use rand::RngExt;
+use rand_distr::Zipf;
 use serde::{Deserialize, Serialize};
 
 /// Scheme and host of every url of the site.
@@ -239,26 +241,27 @@ pub fn register(r: &mut Registry) {
 /// load times uniform in 1–100 ms.
 #[derive(Debug)]
 pub struct Generator {
-    rng: SplitMix64,
-    weights: Vec<f64>,
+    rng: SeededRng,
+    pages: Zipf<f64>,
 }
 
 impl Generator {
     /// A generator for `seed`.
     pub fn new(seed: u64) -> Self {
-        let weights = (0..PAGES.len()).map(|i| 1.0 / (i + 1) as f64).collect();
-        Self { rng: SplitMix64::derive(seed, 0x504c), weights }
+        let pages = Zipf::new(PAGES.len() as f64, 1.0).expect("valid Zipf parameters");
+        Self { rng: independent_stream(seed, 0x504c), pages }
     }
 
     /// Writes the next line into `out` (cleared first).
     pub fn next_line(&mut self, out: &mut Vec<u8>) {
-        let path = if self.rng.chance(0.1) {
-            NON_PAGES[self.rng.below(NON_PAGES.len() as u64) as usize]
+        let path = if self.rng.random_bool(0.1) {
+            NON_PAGES[self.rng.random_range(0..NON_PAGES.len() as u64) as usize]
         } else {
-            PAGES[self.rng.weighted(&self.weights)].0
+            // Zipf draws are 1..=n.
+            PAGES[self.rng.sample(self.pages) as usize - 1].0
         };
-        let user = 1 + self.rng.below(1000);
-        let load = 1 + self.rng.below(100);
+        let user = 1 + self.rng.random_range(0..1000);
+        let load = 1 + self.rng.random_range(0..100);
         out.clear();
         use std::io::Write;
         let _ = write!(out, "{SITE}{path},user{user:04},{load}");

@@ -14,9 +14,12 @@
 //! Temperatures are fixed-point with [`DECIMALS`] decimals, so the sum is exact and the spike
 //! test `|n·v − sum| · 10⁶ > threshold_ppm · sum` is computed exactly in integers.
 
+use crate::date::format_utc;
 use crate::text::{Buf, Params, div_round, fields, parse_fixed};
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::{SeededRng, independent_stream};
 use clasp_core::{Batch, Context, Operator, Registry};
+use rand::RngExt;
+use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -142,7 +145,7 @@ const EPOCH_S: u64 = 31;
 /// trace's characteristic faulty readings above 100 °C.
 #[derive(Debug)]
 pub struct Generator {
-    rng: SplitMix64,
+    rng: SeededRng,
     base: Vec<f64>,
     epoch: u64,
     pending: Vec<u64>,
@@ -151,15 +154,15 @@ pub struct Generator {
 impl Generator {
     /// A generator for `seed`.
     pub fn new(seed: u64) -> Self {
-        let mut rng = SplitMix64::derive(seed, 0x5344);
-        let base = (0..MOTES).map(|_| rng.range_f64(17.0, 24.0)).collect();
+        let mut rng = independent_stream(seed, 0x5344);
+        let base = (0..MOTES).map(|_| rng.random_range(17.0..24.0)).collect();
         Self { rng, base, epoch: 0, pending: Vec::new() }
     }
 
     fn refill(&mut self) {
         self.epoch += 1;
         // Motes in reverse so that popping yields them in id order.
-        self.pending = (1..=MOTES).rev().filter(|_| !self.rng.chance(0.1)).collect();
+        self.pending = (1..=MOTES).rev().filter(|_| !self.rng.random_bool(0.1)).collect();
     }
 
     /// Writes the next line into `out` (cleared first).
@@ -172,54 +175,28 @@ impl Generator {
         };
         let secs = self.epoch * EPOCH_S + mote % 30;
         let day_phase = (secs % 86_400) as f64 / 86_400.0 * std::f64::consts::TAU;
-        let mut t =
-            self.base[(mote - 1) as usize] + 1.5 * day_phase.sin() + 0.05 * gaussian(&mut self.rng);
-        if self.rng.chance(0.000_2) {
-            t = self.rng.range_f64(100.0, 125.0);
-        } else if self.rng.chance(0.03) {
-            let sign = if self.rng.chance(0.5) { 1.0 } else { -1.0 };
-            t *= 1.0 + sign * self.rng.range_f64(0.05, 0.15);
+        let mut t = self.base[(mote - 1) as usize]
+            + 1.5 * day_phase.sin()
+            + 0.05 * self.rng.sample::<f64, _>(StandardNormal);
+        if self.rng.random_bool(0.000_2) {
+            t = self.rng.random_range(100.0..125.0);
+        } else if self.rng.random_bool(0.03) {
+            let sign = if self.rng.random_bool(0.5) { 1.0 } else { -1.0 };
+            t *= 1.0 + sign * self.rng.random_range(0.05..0.15);
         }
-        let humidity = 35.0 + 10.0 * self.rng.next_f64();
-        let light = 40.0 + 500.0 * self.rng.next_f64();
-        let voltage = 2.3 + 0.4 * self.rng.next_f64();
-        let (date, time) = datetime(1_078_099_200 + secs); // 2004-03-01 00:00:00 UTC
-        let micros = self.rng.below(1_000_000);
+        let humidity = 35.0 + 10.0 * self.rng.random::<f64>();
+        let light = 40.0 + 500.0 * self.rng.random::<f64>();
+        let voltage = 2.3 + 0.4 * self.rng.random::<f64>();
+        let date_time = format_utc(1_078_099_200 + secs as i64); // from 2004-03-01 00:00:00 UTC
+        let micros = self.rng.random_range(0..1_000_000);
         out.clear();
         use std::io::Write;
         let _ = write!(
             out,
-            "{date} {time}.{micros:06} {} {mote} {t:.4} {humidity:.4} {light:.2} {voltage:.5}",
+            "{date_time}.{micros:06} {} {mote} {t:.4} {humidity:.4} {light:.2} {voltage:.5}",
             self.epoch
         );
     }
-}
-
-/// A standard normal draw (Box–Muller).
-pub(crate) fn gaussian(rng: &mut SplitMix64) -> f64 {
-    let u1 = 1.0 - rng.next_f64();
-    let u2 = rng.next_f64();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-}
-
-/// `YYYY-MM-DD` and `HH:MM:SS` of a Unix time (UTC).
-pub(crate) fn datetime(unix: u64) -> (String, String) {
-    let (y, m, d) = civil_from_days((unix / 86_400) as i64);
-    let s = unix % 86_400;
-    (format!("{y:04}-{m:02}-{d:02}"), format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60))
-}
-
-/// Year, month, day of a day number since 1970-01-01 (H. Hinnant's algorithm).
-pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 #[cfg(test)]
@@ -292,7 +269,5 @@ mod tests {
             assert!((1..=MOTES).contains(&mote));
         }
         assert!(a[0].starts_with("2004-03-01 00:00:"), "{}", a[0]);
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
     }
 }

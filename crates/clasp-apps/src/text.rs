@@ -217,6 +217,19 @@ impl Buf {
     }
 }
 
+/// Writes append, as [`Buf::put`] does: past the capacity the buffer is flagged, not grown, and
+/// the write still reports success so that formatting goes on and the overflow is seen once.
+impl std::io::Write for Buf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.put(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Emits `value` under `key`, or rejects the record when its output overflowed a buffer
 /// (`value` is `None`).
 #[inline]

@@ -1,8 +1,10 @@
 //! Word count: `wc.split` turns a line into lower-case words (maximal runs of alphanumeric
 //! characters), `wc.count` counts each word in keyed state.
 
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::{SeededRng, independent_stream};
 use clasp_core::{Batch, Context, Operator, Registry};
+use rand::RngExt;
+use rand_distr::Zipf;
 
 /// Calls `f` with every lower-case word of `line`. ASCII lines (the common case) are scanned
 /// bytewise and words already in lower case are passed without copying.
@@ -107,39 +109,32 @@ pub fn vocabulary_word(i: usize) -> String {
 /// followed by a comma and each line ends with `.`, `!` or `?`.
 #[derive(Debug)]
 pub struct Generator {
-    rng: SplitMix64,
+    rng: SeededRng,
     words: Vec<String>,
-    cdf: Vec<f64>,
+    zipf: Zipf<f64>,
 }
 
 impl Generator {
     /// A generator for `seed`.
     pub fn new(seed: u64) -> Self {
-        let mut acc = 0.0;
-        let cdf = (0..VOCABULARY)
-            .map(|i| {
-                acc += 1.0 / (i + 1) as f64;
-                acc
-            })
-            .collect();
+        let zipf = Zipf::new(VOCABULARY as f64, 1.0).expect("valid Zipf parameters");
         let words = (0..VOCABULARY).map(vocabulary_word).collect();
-        Self { rng: SplitMix64::derive(seed, 0x5743), words, cdf }
+        Self { rng: independent_stream(seed, 0x5743), words, zipf }
     }
 
     /// A vocabulary index drawn with Zipf weights.
     fn pick(&mut self) -> usize {
-        let total = self.cdf[self.cdf.len() - 1];
-        let x = self.rng.next_f64() * total;
-        self.cdf.partition_point(|c| *c <= x).min(self.words.len() - 1)
+        // Zipf draws are 1..=n.
+        (self.rng.sample(self.zipf) as usize - 1).min(self.words.len() - 1)
     }
 
     /// Writes the next line into `out` (cleared first).
     pub fn next_line(&mut self, out: &mut Vec<u8>) {
         out.clear();
-        let n = 6 + self.rng.below(9);
+        let n = 6 + self.rng.random_range(0..9);
         for i in 0..n {
             if i > 0 {
-                out.extend_from_slice(if self.rng.chance(0.08) { b", " } else { b" " });
+                out.extend_from_slice(if self.rng.random_bool(0.08) { b", " } else { b" " });
             }
             let start = out.len();
             let w = self.pick();
@@ -148,7 +143,7 @@ impl Generator {
                 out[start] = out[start].to_ascii_uppercase();
             }
         }
-        let end = [b'.', b'.', b'.', b'!', b'?'][self.rng.below(5) as usize];
+        let end = [b'.', b'.', b'.', b'!', b'?'][self.rng.random_range(0..5) as usize];
         out.push(end);
     }
 }

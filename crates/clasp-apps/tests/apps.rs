@@ -1,9 +1,9 @@
 //! Every application, run on seeded generated input through the local driver, against the
 //! independent reference implementation: sink records, final keyed state, and windows.
 
-use clasp_apps::reference::{self, Outcome};
 use clasp_apps::{APPS, pipeline, profile, registry};
 use clasp_core::local::{LocalDriver, LocalOptions};
+use clasp_reference::{self as reference, Outcome};
 
 const SEED: u64 = 20_240_601;
 

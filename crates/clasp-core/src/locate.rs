@@ -169,25 +169,10 @@ pub fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 /// The known name closest to `name` by edit distance, if it is close enough to be a typo.
 pub fn closest<'a>(name: &str, known: impl Iterator<Item = &'a String>) -> Option<String> {
     known
-        .map(|k| (edit_distance(name, k), k))
+        .map(|k| (strsim::levenshtein(name, k), k))
         .filter(|(d, k)| *d <= 2.max(k.len() / 3))
         .min()
         .map(|(_, k)| k.clone())
-}
-
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diag = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let next = (row[j + 1] + 1).min(row[j] + 1).min(diag + usize::from(ca != *cb));
-            diag = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]

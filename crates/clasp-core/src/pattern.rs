@@ -18,7 +18,8 @@
 //!   between them; blank lines and `#` comments ignored); rates are records per second, `0`
 //!   allowed (a pause), durations must be positive.
 
-use crate::rng::SplitMix64;
+use crate::rng::{SeededRng, independent_stream};
+use rand::RngExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -154,8 +155,8 @@ pub struct RatePattern {
 }
 
 /// Whole seconds in 5..=10, as the paper's stage lengths.
-fn stage_length(rng: &mut SplitMix64) -> f64 {
-    (5 + rng.below(6)) as f64
+fn stage_length(rng: &mut SeededRng) -> f64 {
+    (5 + rng.random_range(0..6)) as f64
 }
 
 impl RatePattern {
@@ -171,7 +172,7 @@ impl RatePattern {
 
     /// 10 % → 100 % → 10 % of `max_rate` in 10 % steps, stage lengths drawn from `seed`.
     pub fn gradual(max_rate: f64, seed: u64) -> Self {
-        let mut rng = SplitMix64::derive(seed, 0x6772_6164);
+        let mut rng = independent_stream(seed, 0x6772_6164);
         let levels = (1..=10).chain((1..=9).rev());
         let stages =
             Self::sequence(levels.map(|l| (max_rate * l as f64 / 10.0, stage_length(&mut rng))));
@@ -182,13 +183,13 @@ impl RatePattern {
     /// volume of [`RatePattern::gradual`] for the same arguments.
     pub fn burst(max_rate: f64, seed: u64) -> Self {
         let target = Self::gradual(max_rate, seed).total_volume().unwrap_or(0.0);
-        let mut rng = SplitMix64::derive(seed, 0x6275_7273);
-        let mut high = rng.chance(0.5);
+        let mut rng = independent_stream(seed, 0x6275_7273);
+        let mut high = rng.random_bool(0.5);
         let mut plan = Vec::new();
         let mut volume = 0.0;
         while volume < target {
             let (lo, hi) = if high { (0.7, 1.0) } else { (0.1, 0.3) };
-            let rate = max_rate * rng.range_f64(lo, hi);
+            let rate = max_rate * rng.random_range(lo..hi);
             let mut length = stage_length(&mut rng);
             if volume + rate * length >= target {
                 length = (target - volume) / rate;

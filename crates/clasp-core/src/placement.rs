@@ -3,6 +3,7 @@
 
 use crate::ids::{KeyGroup, OperatorId, WorkerId};
 use crate::pipeline::Pipeline;
+use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
 /// One worker's part of an operator.
@@ -330,13 +331,13 @@ impl RouteTable {
 
     /// A worker for one request of stateless operator `op`, drawn by share.
     #[inline]
-    pub fn draw(&self, op: OperatorId, rng: &mut crate::rng::SplitMix64) -> WorkerId {
+    pub fn draw(&self, op: OperatorId, rng: &mut crate::rng::SeededRng) -> WorkerId {
         match &self.routes[op.index()] {
             Route::Shares { workers, cumulative } => {
                 if workers.len() == 1 {
                     return workers[0];
                 }
-                let x = rng.next_f64() * cumulative.last().copied().unwrap_or(1.0);
+                let x = rng.random::<f64>() * cumulative.last().copied().unwrap_or(1.0);
                 workers[cumulative.partition_point(|c| *c <= x).min(workers.len() - 1)]
             }
             Route::Keyed(owners) => owners[0],

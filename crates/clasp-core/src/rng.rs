@@ -1,101 +1,77 @@
-//! A small seeded generator (SplitMix64). Every random choice in clasp draws from one of these,
-//! so a run with the same seed makes the same choices.
+//! The seeded generator every random choice in clasp draws from, so that a run with the same
+//! seed makes the same choices. Draws go through `rand` (`random_range`, `random_bool`, …) and
+//! `rand_distr` (exponential, normal, log-normal, weighted choices).
 
-/// SplitMix64: fast, statistically good for simulation and data generation, and fully
-/// determined by its seed.
-#[derive(Clone, Debug)]
-pub struct SplitMix64 {
-    state: u64,
-}
+use crate::hash::fmix64;
 
-impl SplitMix64 {
-    /// A generator started from `seed`.
-    pub fn new(seed: u64) -> Self {
-        Self { state: seed }
-    }
+/// PCG64 (`rand_pcg::Pcg64`, PCG XSL RR 128/64): fast, statistically good for simulation and
+/// data generation, and portable — a seed gives the same numbers on every platform. Make one
+/// with `SeededRng::seed_from_u64(seed)` or [`independent_stream`].
+pub type SeededRng = rand_pcg::Pcg64;
 
-    /// A generator for a sub-stream: the same `(seed, stream)` always gives the same sequence,
-    /// and different streams are independent.
-    pub fn derive(seed: u64, stream: u64) -> Self {
-        Self::new(crate::hash::fmix64(seed ^ crate::hash::fmix64(stream.wrapping_add(0x9e37))))
-    }
-
-    /// Next 64 random bits.
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    #[inline]
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
-    /// Uniform in `0..n` (`n > 0`), by multiply-shift (bias below 2^-32 for n < 2^32).
-    #[inline]
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-
-    /// Uniform in `[lo, hi)`.
-    pub fn range_f64(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.next_f64()
-    }
-
-    /// True with probability `p`.
-    pub fn chance(&mut self, p: f64) -> bool {
-        self.next_f64() < p
-    }
-
-    /// Exponentially distributed with the given mean.
-    pub fn exponential(&mut self, mean: f64) -> f64 {
-        -mean * (1.0 - self.next_f64()).ln()
-    }
-
-    /// Index drawn with probability proportional to `weights` (all `>= 0`, sum `> 0`).
-    pub fn weighted(&mut self, weights: &[f64]) -> usize {
-        let total: f64 = weights.iter().sum();
-        let mut x = self.next_f64() * total;
-        for (i, w) in weights.iter().enumerate() {
-            if x < *w {
-                return i;
-            }
-            x -= w;
-        }
-        weights.iter().rposition(|w| *w > 0.0).unwrap_or(0)
-    }
+/// The generator of stream `stream` of `seed`: the same pair always gives the same sequence,
+/// and the streams of one seed are distinct sequences (PCG's stream selector gives each its own
+/// increment), started from states that differ in every stream, so they never align.
+pub fn independent_stream(seed: u64, stream: u64) -> SeededRng {
+    let state = u128::from(seed) << 64 | u128::from(fmix64(stream));
+    SeededRng::new(state, u128::from(stream))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{Rng, RngExt, SeedableRng};
 
-    #[test]
-    fn same_seed_same_sequence() {
-        let a: Vec<u64> = (0..5).scan(SplitMix64::new(7), |r, _| Some(r.next_u64())).collect();
-        let b: Vec<u64> = (0..5).scan(SplitMix64::new(7), |r, _| Some(r.next_u64())).collect();
-        assert_eq!(a, b);
-        assert_ne!(SplitMix64::derive(7, 1).next_u64(), SplitMix64::derive(7, 2).next_u64());
+    fn seeded(seed: u64) -> SeededRng {
+        SeededRng::seed_from_u64(seed)
+    }
+
+    fn first(mut r: SeededRng, n: usize) -> Vec<u64> {
+        (0..n).map(|_| r.next_u64()).collect()
     }
 
     #[test]
-    fn draws_have_the_right_means() {
-        let mut r = SplitMix64::new(1);
-        let n = 200_000;
-        let mean_u: f64 = (0..n).map(|_| r.next_f64()).sum::<f64>() / n as f64;
-        let mean_e: f64 = (0..n).map(|_| r.exponential(3.0)).sum::<f64>() / n as f64;
-        assert!((mean_u - 0.5).abs() < 0.01, "{mean_u}");
-        assert!((mean_e - 3.0).abs() < 0.05, "{mean_e}");
-        let mut hits = [0u32; 3];
-        for _ in 0..n {
-            hits[r.weighted(&[1.0, 0.0, 3.0])] += 1;
+    fn same_seed_same_sequence_and_streams_differ() {
+        assert_eq!(first(seeded(7), 5), first(seeded(7), 5));
+        assert_ne!(first(seeded(7), 5), first(seeded(8), 5));
+        assert_eq!(first(independent_stream(7, 1), 5), first(independent_stream(7, 1), 5));
+        assert_ne!(first(independent_stream(7, 1), 5), first(independent_stream(7, 2), 5));
+        assert_ne!(first(independent_stream(7, 1), 5), first(independent_stream(8, 1), 5));
+    }
+
+    /// Streams of one seed, and neighbouring seeds, are uncorrelated: the sample correlation of
+    /// their uniform draws is within a few standard errors (1/√n) of zero.
+    #[test]
+    fn streams_are_uncorrelated() {
+        let n = 100_000;
+        let corr = |mut a: SeededRng, mut b: SeededRng| {
+            let (x, y): (Vec<f64>, Vec<f64>) =
+                (0..n).map(|_| (a.random::<f64>() - 0.5, b.random::<f64>() - 0.5)).unzip();
+            let dot: f64 = x.iter().zip(&y).map(|(x, y)| x * y).sum();
+            dot / (x.iter().map(|v| v * v).sum::<f64>() * y.iter().map(|v| v * v).sum::<f64>())
+                .sqrt()
+        };
+        let bound = 5.0 / (n as f64).sqrt();
+        for (a, b) in [
+            (independent_stream(1, 0), independent_stream(1, 1)),
+            (independent_stream(1, 0x6469_7370), independent_stream(1, 0x6172_7276)),
+            (independent_stream(1, 5), independent_stream(2, 5)),
+            (seeded(1), seeded(2)),
+        ] {
+            let c = corr(a, b);
+            assert!(c.abs() < bound, "correlation {c}");
         }
-        assert_eq!(hits[1], 0);
-        assert!((f64::from(hits[2]) / f64::from(hits[0]) - 3.0).abs() < 0.1);
+    }
+
+    /// The draws the code relies on have their means: uniform 1/2, and a range's midpoint.
+    #[test]
+    fn draws_have_the_right_means() {
+        let mut r = seeded(1);
+        let n = 200_000;
+        let mean_u: f64 = (0..n).map(|_| r.random::<f64>()).sum::<f64>() / f64::from(n);
+        let mean_k: f64 =
+            (0..n).map(|_| r.random_range(0..10u64) as f64).sum::<f64>() / f64::from(n);
+        assert!((mean_u - 0.5).abs() < 0.01, "{mean_u}");
+        assert!((mean_k - 4.5).abs() < 0.05, "{mean_k}");
     }
 }

@@ -1,6 +1,8 @@
 //! Every kind of malformed spec gets its own clear error: file, line, field, problem and help.
 
+use clasp_core::rng::SeededRng;
 use clasp_core::spec::{Problem, parse};
+use rand::{RngExt, SeedableRng};
 
 const VALID: &str = r#"[pipeline]
 name = "wc"
@@ -334,18 +336,18 @@ fn problems_are_distinct_variants() {
 #[test]
 fn no_input_panics() {
     // Seeded mutations of the valid spec: truncations, byte flips, insertions.
-    let mut rng = clasp_core::rng::SplitMix64::new(42);
+    let mut rng = SeededRng::seed_from_u64(42);
     let bytes = VALID.as_bytes();
     for _ in 0..3000 {
         let mut b = bytes.to_vec();
-        match rng.below(3) {
-            0 => b.truncate(rng.below(b.len() as u64) as usize),
+        match rng.random_range(0..3) {
+            0 => b.truncate(rng.random_range(0..b.len() as u64) as usize),
             1 => {
-                let i = rng.below(b.len() as u64) as usize;
-                b[i] = b"[]=\"\n#.-x0 {},"[rng.below(14) as usize];
+                let i = rng.random_range(0..b.len() as u64) as usize;
+                b[i] = b"[]=\"\n#.-x0 {},"[rng.random_range(0..14) as usize];
             }
             _ => {
-                let i = rng.below(b.len() as u64) as usize;
+                let i = rng.random_range(0..b.len() as u64) as usize;
                 b.splice(i..i, b"\n[[stream]]\nfrom=\"count\"\nto=\"lines\"\n".iter().copied());
             }
         }

@@ -8,7 +8,8 @@
 //!   over TCP by the connector [`protocol`], through the WAN [`shaper`];
 //! - [`cloud`]: the edge ingress and the cloud part on the elastic runtime;
 //! - [`embedded`]: devices and cloud in one process;
-//! - [`netns`]: devices in network namespaces behind shaped veth links.
+//! - [`netns`]: devices in network namespaces behind shaped veth links;
+//! - [`results`]: a run's results, to compare a cut run with the same workflow all in the cloud.
 //!
 //! The `clasp bench edge` experiment that measures it is in clasp-bench.
 
@@ -19,6 +20,7 @@ pub mod embedded;
 pub mod error;
 pub mod input;
 pub mod netns;
+pub mod results;
 pub mod shaper;
 pub mod subgraph;
 

@@ -5,8 +5,8 @@
 
 mod common;
 
-use clasp_apps::reference::{self, Outcome};
 use clasp_edge::Mode;
+use clasp_reference::{self as reference, Outcome};
 use common::*;
 
 /// One workflow at a time: each run starts a cluster and five devices on a 2-core machine.
@@ -19,8 +19,8 @@ fn equivalent(app: &str, spec: &str, count: u64, speed: f64) {
     let p = clasp_core::spec::parse(spec, app).unwrap();
     let lines = clasp_apps::profile::generate(app, count, SEED).unwrap();
     let expected = reference::expected(app, &p, &lines).unwrap();
-    let (cut, cut_report) = run_embedded(&p, app, Mode::Cut, count, speed);
-    let (all, all_report) = run_embedded(&p, app, Mode::AllCloud, count, speed);
+    let (cut, cut_results, cut_report) = run_embedded(&p, app, Mode::Cut, count, speed);
+    let (all, all_results, all_report) = run_embedded(&p, app, Mode::AllCloud, count, speed);
     assert!(!sink_records(&expected).is_empty(), "{app}: the trace produces no result");
     reference::check_order_insensitive(app, &p, &expected, &all)
         .unwrap_or_else(|e| panic!("{app} all in the cloud vs reference: {e}"));
@@ -28,6 +28,8 @@ fn equivalent(app: &str, spec: &str, count: u64, speed: f64) {
         .unwrap_or_else(|e| panic!("{app} cut vs reference: {e}"));
     reference::check_order_insensitive(app, &p, &all, &cut)
         .unwrap_or_else(|e| panic!("{app} cut vs all in the cloud: {e}"));
+    // The comparison `clasp bench edge` reports: the two runs' records and state, exactly.
+    assert_eq!(all_results.difference(&cut_results), None, "{app}");
     // Both runs read the whole trace, and the cut sends less over the links.
     let read = |r: &clasp_edge::embedded::EmbeddedReport| -> u64 {
         r.devices.iter().map(|d| d.records_read).sum()

@@ -5,13 +5,14 @@
 
 mod common;
 
-use clasp_apps::reference::{self, Outcome};
 use clasp_core::Batch;
 use clasp_edge::Mode;
 use clasp_edge::cloud::{Cloud, CloudOptions};
 use clasp_edge::device::{self, DeviceOptions};
 use clasp_edge::protocol::{Hello, Outgoing, PROTOCOL};
+use clasp_edge::results::CollectSink;
 use clasp_plan::edgecut::CostModel;
+use clasp_reference as reference;
 use clasp_wire::testing::hostile::{self, Case, Step, frame};
 use clasp_wire::{Secret, Security};
 use common::*;
@@ -72,12 +73,7 @@ fn hostile_peers_are_refused_and_logged_and_the_devices_run_exactly() {
     };
     let cloud = Cloud::bind(&p, &d, &model, opts).unwrap();
     let addr = cloud.addr().to_string();
-    let sink = Collect::default();
-    let mut shape = Outcome::default();
-    for s in &p.sinks {
-        shape.sinks.entry(s.name.clone()).or_default();
-    }
-    *sink.0.lock().unwrap() = shape;
+    let sink = CollectSink::default();
     let collected = sink.clone();
     let running = std::thread::spawn(move || cloud.run(&clasp_apps::registry(), Box::new(sink)));
     let before = rss_kb();
@@ -155,9 +151,8 @@ fn hostile_peers_are_refused_and_logged_and_the_devices_run_exactly() {
     let report = running.join().unwrap().unwrap();
     let lines = clasp_apps::profile::generate("taxi-w1", 3_000, SEED).unwrap();
     let expected = reference::expected("taxi-w1", &p, &lines).unwrap();
-    let mut got = collected.0.lock().unwrap().clone();
-    for line in String::from_utf8_lossy(&report.state.unwrap_or_default()).lines() {
-        got.add_state_line(line).unwrap();
-    }
+    let mut results = collected.results();
+    results.add_state_dump(report.state.as_deref().unwrap_or_default());
+    let got = outcome_of(&p, &results);
     reference::check_order_insensitive("taxi-w1", &p, &expected, &got).unwrap();
 }

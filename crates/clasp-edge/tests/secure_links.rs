@@ -5,12 +5,13 @@
 
 mod common;
 
-use clasp_apps::reference::{self, Outcome};
 use clasp_edge::cloud::{Cloud, CloudOptions};
 use clasp_edge::device::{self, DeviceOptions};
 use clasp_edge::protocol::{self, Outgoing, ToDevice};
+use clasp_edge::results::CollectSink;
 use clasp_edge::{EdgeError, Mode};
 use clasp_plan::edgecut::CostModel;
+use clasp_reference as reference;
 use clasp_wire::testing::TestCa;
 use clasp_wire::testing::hostile::{self, Case, Step};
 use clasp_wire::{Deadline, HANDSHAKE_DEADLINE, Opening, Secret, Security, Tls, WireError};
@@ -83,12 +84,7 @@ fn secured_run(security: Security, tls_of: impl Fn(&str) -> Option<Tls>) {
     let opts = CloudOptions { security, dump_state: true, ..CloudOptions::default() };
     let cloud = Cloud::bind(&p, &d, &model, opts).unwrap();
     let addr = cloud.addr().to_string();
-    let sink = Collect::default();
-    let mut expected_shape = Outcome::default();
-    for s in &p.sinks {
-        expected_shape.sinks.entry(s.name.clone()).or_default();
-    }
-    *sink.0.lock().unwrap() = expected_shape;
+    let sink = CollectSink::default();
     let collected = sink.clone();
     let running = std::thread::spawn(move || cloud.run(&clasp_apps::registry(), Box::new(sink)));
     attack(&addr, &secret, tls_of("attacker"));
@@ -110,10 +106,9 @@ fn secured_run(security: Security, tls_of: impl Fn(&str) -> Option<Tls>) {
     assert_eq!(report.links.len(), 5);
     let lines = clasp_apps::profile::generate("taxi-w1", COUNT, SEED).unwrap();
     let expected = reference::expected("taxi-w1", &p, &lines).unwrap();
-    let mut got = collected.0.lock().unwrap().clone();
-    for line in String::from_utf8_lossy(&report.state.unwrap_or_default()).lines() {
-        got.add_state_line(line).unwrap();
-    }
+    let mut results = collected.results();
+    results.add_state_dump(report.state.as_deref().unwrap_or_default());
+    let got = outcome_of(&p, &results);
     reference::check_order_insensitive("taxi-w1", &p, &expected, &got).unwrap();
 }
 

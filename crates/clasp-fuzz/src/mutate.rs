@@ -1,6 +1,7 @@
 //! Seeded inputs: mutations of a corpus of valid examples, and random bytes.
 
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
+use rand::{Rng, RngExt, SeedableRng};
 
 /// Integers that sit on boundaries decoders get wrong.
 const INTERESTING: [u64; 10] =
@@ -9,24 +10,24 @@ const INTERESTING: [u64; 10] =
 /// Draws inputs from a corpus.
 #[derive(Debug)]
 pub struct Mutator {
-    rng: SplitMix64,
+    rng: SeededRng,
     corpus: Vec<Vec<u8>>,
 }
 
 impl Mutator {
     /// Inputs drawn from `seed` around `corpus` (which may be empty).
     pub fn new(seed: u64, corpus: Vec<Vec<u8>>) -> Self {
-        Self { rng: SplitMix64::new(seed), corpus }
+        Self { rng: SeededRng::seed_from_u64(seed), corpus }
     }
 
     fn below(&mut self, n: usize) -> usize {
-        self.rng.below(n.max(1) as u64) as usize
+        self.rng.random_range(0..n.max(1))
     }
 
     /// Writes the next input into `out`.
     pub fn next_input(&mut self, out: &mut Vec<u8>) {
         out.clear();
-        if self.corpus.is_empty() || self.rng.chance(0.05) {
+        if self.corpus.is_empty() || self.rng.random_bool(0.05) {
             let len = self.below(512);
             out.extend((0..len).map(|_| self.rng.next_u64() as u8));
             return;

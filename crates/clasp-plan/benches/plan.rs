@@ -4,6 +4,7 @@
 //! - Every paper application on 10 workers, at 90 % of the highest rate 10 workers sustain
 //!   (`fit`: one packing) and at 10× that rate (`limited`: the binary search, uncached).
 //! - A seeded random DAG of 1,000 operators on up to 1,000 workers, likewise.
+//! - The `flink` policy's decision at the `fit` rate, for comparison.
 //!
 //! Run: `CARGO_TARGET_DIR=... cargo bench -p clasp-plan --bench plan`.
 
@@ -63,6 +64,12 @@ impl Case {
                 b.iter(|| Policy::Clasp.decide(black_box(&self.input(rate))).unwrap())
             });
         }
+        let rate = 0.9 * limit;
+        let d = Policy::Flink.decide(&self.input(rate)).expect("plannable");
+        eprintln!("{name}/flink: rate {rate:.0}, {} workers", d.workers);
+        c.bench_function(&format!("plan/{name}/flink"), |b| {
+            b.iter(|| Policy::Flink.decide(black_box(&self.input(rate))).unwrap())
+        });
     }
 }
 

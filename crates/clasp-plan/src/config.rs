@@ -31,8 +31,11 @@ pub struct PlanConfig {
     pub slots_per_worker: u32,
     /// Worker limit of the cluster.
     pub max_workers: u32,
-    /// Width (requests/s) at which the worker-limit rate search stops.
+    /// Relative width at which the worker-limit rate search stops: the rate found is within
+    /// this fraction of the lowest rate found not to fit.
     pub rate_tolerance: f64,
+    /// Absolute width (requests/s) at which the worker-limit rate search stops regardless.
+    pub rate_floor: f64,
     /// Relative change of workers, coefficients or load profile under which a cached
     /// worker-limit rate is reused.
     pub cache_tolerance: f64,
@@ -49,7 +52,8 @@ impl Default for PlanConfig {
             default_exec_us: 400.0,
             slots_per_worker: 10,
             max_workers: 10,
-            rate_tolerance: 50.0,
+            rate_tolerance: 0.01,
+            rate_floor: 1e-3,
             cache_tolerance: 0.10,
             packing: PackingVariant::NextFit,
             estimator: EstimatorConfig::default(),
@@ -73,8 +77,14 @@ impl PlanConfig {
         if self.max_workers == 0 {
             return bad("max_workers must be >= 1".into());
         }
-        if !(self.rate_tolerance.is_finite() && self.rate_tolerance > 0.0) {
-            return bad(format!("rate_tolerance = {} must be > 0", self.rate_tolerance));
+        if !(self.rate_tolerance > 0.0 && self.rate_tolerance < 1.0) {
+            return bad(format!(
+                "rate_tolerance = {} must be in (0, 1): a fraction of the rate",
+                self.rate_tolerance
+            ));
+        }
+        if !(self.rate_floor.is_finite() && self.rate_floor > 0.0) {
+            return bad(format!("rate_floor = {} must be > 0 (requests/s)", self.rate_floor));
         }
         if !(self.cache_tolerance.is_finite() && self.cache_tolerance >= 0.0) {
             return bad(format!("cache_tolerance = {} must be >= 0", self.cache_tolerance));
@@ -97,7 +107,7 @@ mod tests {
         let c = PlanConfig::default();
         assert_eq!((c.headroom, c.default_exec_us), (0.9, 400.0));
         assert_eq!((c.slots_per_worker, c.max_workers), (10, 10));
-        assert_eq!((c.rate_tolerance, c.cache_tolerance), (50.0, 0.10));
+        assert_eq!((c.rate_tolerance, c.rate_floor, c.cache_tolerance), (0.01, 1e-3, 0.10));
         assert_eq!(c.packing, PackingVariant::NextFit);
         c.validate().unwrap();
     }
@@ -120,6 +130,8 @@ mod tests {
             PlanConfig { slots_per_worker: 0, ..PlanConfig::default() },
             PlanConfig { max_workers: 0, ..PlanConfig::default() },
             PlanConfig { rate_tolerance: 0.0, ..PlanConfig::default() },
+            PlanConfig { rate_tolerance: 50.0, ..PlanConfig::default() },
+            PlanConfig { rate_floor: 0.0, ..PlanConfig::default() },
             PlanConfig { default_exec_us: f64::NAN, ..PlanConfig::default() },
         ];
         for c in cases {

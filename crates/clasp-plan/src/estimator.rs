@@ -338,7 +338,8 @@ fn dot(a: &[f64; 3], b: &[f64; 3]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clasp_core::rng::SplitMix64;
+    use clasp_core::rng::SeededRng;
+    use rand::{RngExt, SeedableRng};
 
     /// The coefficients the synthetic cluster really has: 15–25 % away from the starting point.
     const TRUTH: Coefficients =
@@ -351,16 +352,17 @@ mod tests {
     /// which the rates follow (E_w = W − α R^l − β R^r − γ δ, Eq. 1 at saturation). The
     /// request counts are exact (they are counted); the execution load, a sum of measured
     /// execution times, is perturbed by a uniform relative error of up to ±`noise`.
-    fn saturated(rng: &mut SplitMix64, noise: f64) -> Observation {
-        let dests = rng.below(10) as f64;
+    fn saturated(rng: &mut SeededRng, noise: f64) -> Observation {
+        let dests = rng.random_range(0..10) as f64;
         let rest = TRUTH.capacity - TRUTH.gamma * dests;
-        let w = [rng.range_f64(0.2, 1.0), rng.range_f64(0.0, 1.0), rng.range_f64(0.05, 1.0)];
+        let w =
+            [rng.random_range(0.2..1.0), rng.random_range(0.0..1.0), rng.random_range(0.05..1.0)];
         let total: f64 = w.iter().sum();
         let local = rest * w[1] / total / TRUTH.alpha;
         let remote = rest * w[2] / total / TRUTH.beta;
         let exec = TRUTH.capacity - TRUTH.alpha * local - TRUTH.beta * remote - TRUTH.gamma * dests;
         Observation {
-            exec_load: exec * (1.0 + rng.range_f64(-noise, noise)),
+            exec_load: exec * (1.0 + rng.random_range(-noise..=noise)),
             local_rate: local,
             remote_rate: remote,
             remote_destinations: dests,
@@ -386,7 +388,7 @@ mod tests {
 
     /// Feeds `n` saturated observations, round-robin over 10 workers.
     fn run(cfg: EstimatorConfig, seed: u64, n: usize, noise: f64, tol: f64) -> Run {
-        let mut rng = SplitMix64::new(seed);
+        let mut rng = SeededRng::seed_from_u64(seed);
         let mut est = Estimator::new(cfg);
         let (mut entered, mut inside) = (None, 0usize);
         for k in 0..n {

@@ -16,7 +16,7 @@
 //! | [`policy`] | the policies behind one interface | §4.3, §5 |
 //! | [`triggers`] | when to rescale: triggers, warm-up, cooldown | §5.1.1 |
 //! | [`autoscaler`] | the scaling state machine the runtime and the simulator execute | §4.2–4.4 |
-//! | [`baselines`] | FaaSFlow, Zhang24 and DS2 worker counts and placements | §5, docs/model-notes.md |
+//! | [`baselines`] | FaaSFlow, Zhang24, DS2 and Flink-autoscaler worker counts and placements | §5, docs/model-notes.md |
 //! | [`keys`] | key groups shared by worker fractions, minimal movement; worker remapping | §4.4 |
 //! | [`migration`] | the migration plan between two placements | §4.4, Fig. 7 |
 //! | [`edgecut`] | the edge/cloud cut of the Planner paper (Algorithm 1, s–t min cut) | Planner §III–V |

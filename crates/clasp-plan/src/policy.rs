@@ -6,7 +6,7 @@
 //! to [`Decision::new`]; an "-SP" ablation (a baseline's worker count with CLASP's placement)
 //! is one call to [`clasp_on_workers`].
 
-use crate::baselines::{ds2, faasflow, zhang24};
+use crate::baselines::{ds2, faasflow, flink, zhang24};
 use crate::capacity::{WorkerLoad, placement_loads};
 use crate::config::PlanConfig;
 use crate::error::PlanError;
@@ -32,6 +32,9 @@ pub enum Policy {
     Zhang24,
     /// DS2: instances from true processing rates.
     Ds2,
+    /// Flink's Kubernetes-operator autoscaler: parallelism from busy-time true rates at a
+    /// target utilization, slot-sharing placement.
+    Flink,
     /// FaaSFlow's worker count with CLASP's placement (ablation, §5.6).
     FaasFlowSp,
     /// Zhang24's worker count with CLASP's placement (ablation, §5.6).
@@ -48,6 +51,7 @@ impl Policy {
         Policy::FaasFlow,
         Policy::Zhang24,
         Policy::Ds2,
+        Policy::Flink,
         Policy::FaasFlowSp,
         Policy::Zhang24Sp,
         Policy::Static,
@@ -60,6 +64,7 @@ impl Policy {
             Self::FaasFlow => "faasflow",
             Self::Zhang24 => "zhang24",
             Self::Ds2 => "ds2",
+            Self::Flink => "flink",
             Self::FaasFlowSp => "faasflow-sp",
             Self::Zhang24Sp => "zhang24-sp",
             Self::Static => "static",
@@ -97,9 +102,15 @@ impl Policy {
             }
             Self::Ds2 => {
                 let cfg = ds2_config(input.config);
-                let n = ds2::worker_count(input.pipeline, input.stats, input.target_rate, &cfg);
-                let placement = ds2::place(input.pipeline, input.stats, input.target_rate, n, &cfg);
+                let (p, stats, rate) = (input.pipeline, input.stats, input.target_rate);
+                let n = ds2::worker_count(p, stats, rate, input.current, &cfg);
+                let placement = ds2::place(p, stats, rate, n, input.current, &cfg);
                 baseline(self, input, placement)
+            }
+            Self::Flink => {
+                let cfg = flink_config(input.config);
+                let (p, stats, rate) = (input.pipeline, input.stats, input.target_rate);
+                baseline(self, input, flink::place(p, stats, rate, input.current, &cfg))
             }
             Self::FaasFlowSp => {
                 let cfg = faasflow_config(input.config);
@@ -276,6 +287,14 @@ fn ds2_config(c: &PlanConfig) -> ds2::Config {
     ds2::Config { slots: c.slots_per_worker, max_workers: c.max_workers }
 }
 
+fn flink_config(c: &PlanConfig) -> flink::Config {
+    flink::Config {
+        slots: c.slots_per_worker,
+        max_workers: c.max_workers,
+        ..flink::Config::default()
+    }
+}
+
 /// A baseline's own placement, with its Eq. 8 loads under the CLASP model for comparison.
 fn baseline(
     policy: Policy,
@@ -344,6 +363,7 @@ fn rate_search<'a>(
         variant: input.config.packing,
         max_workers,
         tolerance: input.config.rate_tolerance,
+        floor: input.config.rate_floor,
     }
 }
 
@@ -414,167 +434,4 @@ fn sustained_rate(input: &PlanInput<'_>, proj: &Projection, placement: &Placemen
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::report::PlanReport;
-    use clasp_core::spec::load;
-    use std::path::PathBuf;
-
-    fn spec(name: &str) -> Pipeline {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../pipelines").join(name);
-        load(&path).unwrap()
-    }
-
-    fn input<'a>(
-        p: &'a Pipeline,
-        stats: &'a ObservedStats,
-        rate: f64,
-        config: &'a PlanConfig,
-    ) -> PlanInput<'a> {
-        PlanInput {
-            pipeline: p,
-            stats,
-            target_rate: rate,
-            coefficients: Coefficients::PAPER,
-            config,
-            current: None,
-        }
-    }
-
-    /// WC per input line: split 400 µs, 10 words × count 400 µs, 10 local calls × α.
-    const WC_COST: f64 = 400.0 + 10.0 * 400.0 + 10.0 * 38.5;
-    const BUDGET: f64 = 0.9 * 850_000.0;
-
-    #[test]
-    fn names_parse_with_a_clear_error() {
-        assert_eq!("clasp".parse::<Policy>(), Ok(Policy::Clasp));
-        assert_eq!(" Static ".parse::<Policy>(), Ok(Policy::Static));
-        let e = "fifo".parse::<Policy>().unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "unknown policy `fifo`; valid policies: clasp, faasflow, zhang24, ds2, faasflow-sp, \
-             zhang24-sp, static"
-        );
-        for p in Policy::ALL {
-            assert_eq!(p.to_string().parse::<Policy>(), Ok(*p));
-        }
-    }
-
-    #[test]
-    fn static_on_one_worker_sustains_budget_over_cost() {
-        let p = spec("wc.toml");
-        let stats = ObservedStats::from_spec(&p, 1000.0, 400.0);
-        let cfg = PlanConfig::default();
-        let d = Policy::Static.decide(&input(&p, &stats, 1000.0, &cfg)).unwrap();
-        let exact = BUDGET / WC_COST;
-        assert!((d.target_rate - exact).abs() < 1e-9 * exact, "{} vs {exact}", d.target_rate);
-        assert!(d.limited);
-        assert_eq!((d.workers, d.requested_rate), (1, 1000.0));
-        assert!((d.loads[0].load - BUDGET).abs() < 1e-6);
-        // Eq. 12: 10 slots split 400 : 4,000 → 1 : 9.
-        let inst: Vec<u32> = d.placement.operators.iter().map(|o| o.shares[0].instances).collect();
-        assert_eq!(inst, [1, 9]);
-    }
-
-    #[test]
-    fn clasp_fits_within_budget_and_static_keeps_it() {
-        let p = spec("wc.toml");
-        let stats = ObservedStats::from_spec(&p, 500.0, 400.0);
-        let cfg = PlanConfig::default();
-        let d = Policy::Clasp.decide(&input(&p, &stats, 500.0, &cfg)).unwrap();
-        assert!(!d.limited);
-        assert_eq!(d.target_rate, 500.0);
-        // Lower bound: the execution demand alone, 500 · 4,400 µs, over the budget.
-        assert!(d.workers >= (500.0 * 4_400.0 / BUDGET).ceil() as u32);
-        assert!(d.loads.iter().all(|l| l.load <= BUDGET * (1.0 + 1e-9)));
-        let mut keep = input(&p, &stats, 500.0, &cfg);
-        keep.current = Some(&d.placement);
-        let s = Policy::Static.decide(&keep).unwrap();
-        assert_eq!((s.workers, s.target_rate, s.limited), (d.workers, 500.0, false));
-        assert_eq!(s.placement, d.placement);
-    }
-
-    #[test]
-    fn clasp_at_the_worker_limit_finds_the_highest_rate() {
-        let p = spec("wc.toml");
-        let stats = ObservedStats::from_spec(&p, 1e6, 400.0);
-        let cfg = PlanConfig { max_workers: 4, ..PlanConfig::default() };
-        let mut cache = LimitCache::default();
-        let inp = input(&p, &stats, 1e6, &cfg);
-        let d = Policy::Clasp.decide_cached(&inp, &mut cache).unwrap();
-        assert!(d.limited && d.workers <= 4 && d.target_rate < 1e6);
-        // 50 requests/s more does not fit (the search's tolerance).
-        let proj = inp.projection().unwrap().at_rate(d.target_rate + cfg.rate_tolerance);
-        assert!(inp.packer(&proj, &d.order).pack(4).is_err());
-        assert_eq!(Policy::Clasp.decide_cached(&inp, &mut cache).unwrap(), d);
-        assert_eq!(cache.hits(), 1);
-    }
-
-    #[test]
-    fn sp_spreads_over_the_given_workers() {
-        let p = spec("wc.toml");
-        let stats = ObservedStats::from_spec(&p, 500.0, 400.0);
-        let cfg = PlanConfig::default();
-        let inp = input(&p, &stats, 500.0, &cfg);
-        let own = Policy::Clasp.decide(&inp).unwrap().workers;
-        for n in own..=cfg.max_workers {
-            let d = clasp_on_workers(Policy::Clasp, &inp, n).unwrap();
-            assert_eq!(d.workers, n);
-            assert!(!d.limited);
-            assert!(d.loads.iter().all(|l| l.load <= BUDGET * (1.0 + 1e-9)));
-        }
-        let one = clasp_on_workers(Policy::Clasp, &inp, 1).unwrap();
-        assert!(one.limited && one.workers == 1);
-    }
-
-    #[test]
-    fn invalid_coefficients_and_config_are_errors() {
-        let p = spec("wc.toml");
-        let stats = ObservedStats::from_spec(&p, 500.0, 400.0);
-        let cfg = PlanConfig::default();
-        for c in [
-            Coefficients { capacity: 0.0, ..Coefficients::PAPER },
-            Coefficients { beta: -1.0, ..Coefficients::PAPER },
-            Coefficients { gamma: f64::NAN, ..Coefficients::PAPER },
-        ] {
-            let inp = PlanInput { coefficients: c, ..input(&p, &stats, 500.0, &cfg) };
-            let e = Policy::Clasp.decide(&inp).unwrap_err();
-            assert!(matches!(e, PlanError::InvalidCoefficients { .. }), "{e}");
-        }
-        let bad = PlanConfig { max_workers: 0, ..PlanConfig::default() };
-        let e = Policy::Clasp.decide(&input(&p, &stats, 500.0, &bad)).unwrap_err();
-        assert!(matches!(e, PlanError::InvalidConfig(_)), "{e}");
-        let e = Policy::Static.decide(&input(&p, &stats, -1.0, &cfg)).unwrap_err();
-        assert_eq!(e, PlanError::InvalidRate(-1.0));
-    }
-
-    #[test]
-    fn a_wrong_current_placement_is_rejected() {
-        let p = spec("wc.toml");
-        let stats = ObservedStats::from_spec(&p, 500.0, 400.0);
-        let cfg = PlanConfig::default();
-        let wrong = Placement::single_worker(&spec("fig6.toml"), &[]);
-        let mut inp = input(&p, &stats, 500.0, &cfg);
-        inp.current = Some(&wrong);
-        let e = Policy::Static.decide(&inp).unwrap_err();
-        assert!(matches!(e, PlanError::PlacementMismatch(_)), "{e}");
-    }
-
-    #[test]
-    fn same_inputs_give_byte_identical_json() {
-        let p = spec("nwm.toml");
-        let cfg = PlanConfig::default();
-        let json = || {
-            let stats = crate::projection::spec_observation(&p, 3000.0, &cfg, &Coefficients::PAPER);
-            let d = Policy::Clasp.decide(&input(&p, &stats, 3000.0, &cfg)).unwrap();
-            PlanReport::new(&d, &p, &Coefficients::PAPER, &cfg).to_json()
-        };
-        let a = json();
-        assert_eq!(a, json());
-        let v: serde_json::Value = serde_json::from_str(&a).unwrap();
-        for key in ["workers", "order", "placement", "load", "policy", "coefficients"] {
-            assert!(v.get(key).is_some(), "missing {key}");
-        }
-        assert_eq!(v["order"].as_array().unwrap().len(), p.operators.len());
-    }
-}
+mod tests;

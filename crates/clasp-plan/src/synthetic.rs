@@ -2,7 +2,8 @@
 //! file has. The same seed and size always give the same pipeline.
 
 use clasp_core::Pipeline;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
+use rand::{RngExt, SeedableRng};
 use std::fmt::Write;
 
 /// Shape of a random DAG.
@@ -38,12 +39,12 @@ impl RandomDag {
     /// The spec text: one source of rate 1,000 feeding operator 0; every other operator fed by
     /// one or two earlier operators; random stream rates and service times.
     pub fn spec(&self) -> String {
-        let mut rng = SplitMix64::new(self.seed);
+        let mut rng = SeededRng::seed_from_u64(self.seed);
         let mut s = String::from(
             "[pipeline]\nname = \"random\"\n\n[[source]]\nname = \"in\"\nrate = 1000\nkey_field = 0\n",
         );
         for i in 0..self.operators {
-            let t = rng.range_f64(self.service_us.0, self.service_us.1).round();
+            let t = rng.random_range(self.service_us.0..=self.service_us.1).round();
             let _ = write!(s, "\n[[operator]]\nname = \"op{i}\"\nservice_time_us = {t}\n");
         }
         if self.operators > 0 {
@@ -51,7 +52,7 @@ impl RandomDag {
         }
         for i in 1..self.operators {
             for from in self.predecessors(&mut rng, i) {
-                let r = rng.range_f64(self.edge_rate.0, self.edge_rate.1).round();
+                let r = rng.random_range(self.edge_rate.0..=self.edge_rate.1).round();
                 let _ =
                     write!(s, "\n[[stream]]\nfrom = \"op{from}\"\nto = \"op{i}\"\nrate = {r}\n");
             }
@@ -59,12 +60,12 @@ impl RandomDag {
         s
     }
 
-    fn predecessors(&self, rng: &mut SplitMix64, i: usize) -> Vec<usize> {
+    fn predecessors(&self, rng: &mut SeededRng, i: usize) -> Vec<usize> {
         let lo = i.saturating_sub(self.window.max(1));
-        let pick = |rng: &mut SplitMix64| lo + rng.below((i - lo) as u64) as usize;
+        let pick = |rng: &mut SeededRng| lo + rng.random_range(0..(i - lo) as u64) as usize;
         let first = pick(rng);
         let mut v = vec![first];
-        if rng.chance(self.join_probability) {
+        if rng.random_bool(self.join_probability.clamp(0.0, 1.0)) {
             let second = pick(rng);
             if second != first {
                 v.push(second);

@@ -1,10 +1,11 @@
 //! Test fixtures: pipelines from spec text, seeded random DAGs, placements and statistics.
 
 use clasp_core::placement::{OperatorPlacement, Placement, Share};
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_core::spec::parse;
 use clasp_core::stats::ObservedStats;
 use clasp_core::{Pipeline, WorkerId};
+use rand::RngExt;
 use std::fmt::Write;
 
 /// Parses a spec, panicking with the parser's message on error.
@@ -16,15 +17,15 @@ pub fn pipeline(spec: &str) -> Pipeline {
 /// least one earlier predecessor (so all are reachable), extra forward edges are added at
 /// random, each operator is stateful with probability `stateful`, and has a service time and
 /// selectivity so that [`ObservedStats::from_spec`] gives varied rates.
-pub fn random_pipeline(rng: &mut SplitMix64, ops: usize, stateful: f64) -> Pipeline {
+pub fn random_pipeline(rng: &mut SeededRng, ops: usize, stateful: f64) -> Pipeline {
     let mut spec = String::from("[[source]]\nname = \"in\"\nrate = 1000\nkey_field = 0\n");
     for i in 0..ops {
-        let keyed = rng.chance(stateful);
+        let keyed = rng.random_bool(stateful);
         write!(
             spec,
             "[[operator]]\nname = \"o{i}\"\nkind = \"map\"\nselectivity = {:.2}\nservice_time_us = {}\n",
-            rng.range_f64(0.5, 3.0),
-            50 + rng.below(950),
+            rng.random_range(0.5..3.0),
+            50 + rng.random_range(0..950),
         )
         .unwrap();
         if keyed {
@@ -33,9 +34,9 @@ pub fn random_pipeline(rng: &mut SplitMix64, ops: usize, stateful: f64) -> Pipel
     }
     spec.push_str("[[stream]]\nfrom = \"in\"\nto = \"o0\"\n");
     for j in 1..ops {
-        let first = rng.below(j as u64) as usize;
+        let first = rng.random_range(0..j as u64) as usize;
         for i in 0..j {
-            if i == first || rng.chance(0.2) {
+            if i == first || rng.random_bool(0.2) {
                 write!(spec, "[[stream]]\nfrom = \"o{i}\"\nto = \"o{j}\"\n").unwrap();
             }
         }
@@ -45,17 +46,17 @@ pub fn random_pipeline(rng: &mut SplitMix64, ops: usize, stateful: f64) -> Pipel
 
 /// A random valid placement on `workers` workers: each operator on a random non-empty subset
 /// of workers with random positive fractions and 1–4 instances per worker.
-pub fn random_placement(rng: &mut SplitMix64, p: &Pipeline, workers: u32) -> Placement {
+pub fn random_placement(rng: &mut SeededRng, p: &Pipeline, workers: u32) -> Placement {
     let operators = p
         .operators
         .iter()
         .map(|op| {
-            let demand = rng.range_f64(0.0, 1e6);
-            let mut chosen: Vec<u32> = (0..workers).filter(|_| rng.chance(0.5)).collect();
+            let demand = rng.random_range(0.0..1e6);
+            let mut chosen: Vec<u32> = (0..workers).filter(|_| rng.random_bool(0.5)).collect();
             if chosen.is_empty() {
-                chosen.push(rng.below(u64::from(workers)) as u32);
+                chosen.push(rng.random_range(0..u64::from(workers)) as u32);
             }
-            let weights: Vec<f64> = chosen.iter().map(|_| rng.range_f64(0.05, 1.0)).collect();
+            let weights: Vec<f64> = chosen.iter().map(|_| rng.random_range(0.05..1.0)).collect();
             let total: f64 = weights.iter().sum();
             let shares = chosen
                 .iter()
@@ -64,7 +65,7 @@ pub fn random_placement(rng: &mut SplitMix64, p: &Pipeline, workers: u32) -> Pla
                     worker: WorkerId(*w),
                     share: demand * x / total,
                     fraction: x / total,
-                    instances: 1 + rng.below(4) as u32,
+                    instances: 1 + rng.random_range(0..4) as u32,
                 })
                 .collect();
             OperatorPlacement { operator: op.id, demand, shares }
@@ -75,16 +76,16 @@ pub fn random_placement(rng: &mut SplitMix64, p: &Pipeline, workers: u32) -> Pla
 
 /// Spec-derived statistics at a random reference rate, with random overhead samples and,
 /// half of the time, a saturated per-worker rate.
-pub fn random_stats(rng: &mut SplitMix64, p: &Pipeline) -> ObservedStats {
-    let mut stats = ObservedStats::from_spec(p, rng.range_f64(100.0, 5000.0), 400.0);
+pub fn random_stats(rng: &mut SeededRng, p: &Pipeline) -> ObservedStats {
+    let mut stats = ObservedStats::from_spec(p, rng.random_range(100.0..5000.0), 400.0);
     for o in &mut stats.operators {
-        o.parallelism = 1 + rng.below(8) as u32;
-        o.overhead_samples = (0..rng.below(10))
-            .map(|_| [1.0 + rng.below(20) as f64, rng.range_f64(0.0, 0.9)])
+        o.parallelism = 1 + rng.random_range(0..8) as u32;
+        o.overhead_samples = (0..rng.random_range(0..10))
+            .map(|_| [1.0 + rng.random_range(0..20) as f64, rng.random_range(0.0..0.9)])
             .collect();
     }
-    if rng.chance(0.5) {
-        stats.saturated_per_worker_rate = Some(rng.range_f64(50.0, 2000.0));
+    if rng.random_bool(0.5) {
+        stats.saturated_per_worker_rate = Some(rng.random_range(50.0..2000.0));
     }
     stats
 }

@@ -6,7 +6,7 @@ use clasp_core::Pipeline;
 use clasp_core::placement::{KeyAssignment, Placement};
 use clasp_core::spec::load;
 use clasp_core::stats::ObservedStats;
-use clasp_plan::baselines::{ds2, faasflow, zhang24};
+use clasp_plan::baselines::{ds2, faasflow, flink, zhang24};
 use clasp_plan::keys::{assign_keys, remap_workers};
 use clasp_plan::migration::plan_migration;
 use std::path::PathBuf;
@@ -27,13 +27,15 @@ fn decisions(p: &Pipeline, stats: &ObservedStats, rate: f64) -> Vec<(&'static st
     let f = faasflow::Config::default();
     let z = zhang24::Config::default();
     let d = ds2::Config::default();
+    let fl = flink::Config::default();
     vec![
         (
             "faasflow",
             faasflow::place(p, stats, rate, faasflow::worker_count(p, stats, rate, &f), &f),
         ),
         ("zhang24", zhang24::place(p, stats, rate, zhang24::worker_count(p, stats, rate, &z), &z)),
-        ("ds2", ds2::place(p, stats, rate, ds2::worker_count(p, stats, rate, &d), &d)),
+        ("ds2", ds2::place(p, stats, rate, ds2::worker_count(p, stats, rate, None, &d), None, &d)),
+        ("flink", flink::place(p, stats, rate, None, &fl)),
     ]
 }
 

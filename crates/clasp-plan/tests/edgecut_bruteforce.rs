@@ -4,10 +4,11 @@
 
 mod edgecut_reference;
 
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::{SeededRng, independent_stream};
 use clasp_core::{OperatorKind, Pipeline, spec};
 use clasp_plan::edgecut::{self, CostModel, Devices};
 use edgecut_reference as reference;
+use rand::RngExt;
 use std::fmt::Write;
 
 /// How values are drawn: from small dyadic sets (exact arithmetic, frequent ties) or continuous.
@@ -27,50 +28,54 @@ const REPLICABLE: [OperatorKind; 7] = [
     OperatorKind::User,
 ];
 
-fn pick<'a, T>(rng: &mut SplitMix64, v: &'a [T]) -> &'a T {
-    &v[rng.below(v.len() as u64) as usize]
+fn pick<'a, T>(rng: &mut SeededRng, v: &'a [T]) -> &'a T {
+    &v[rng.random_range(0..v.len() as u64) as usize]
 }
 
-fn selectivity(rng: &mut SplitMix64, values: Values) -> f64 {
+fn selectivity(rng: &mut SeededRng, values: Values) -> f64 {
     match values {
         Values::Exact => *pick(rng, &[0.0, 0.25, 0.5, 0.75, 1.0, 1.0, 1.5, 2.0]),
-        Values::Continuous => rng.range_f64(0.0, 1.6),
+        Values::Continuous => rng.random_range(0.0..1.6),
     }
 }
 
 /// A random acyclic pipeline: every operator takes one or two inputs from sources or earlier
 /// operators (stateful ones from operators only), unused sources and some operators feed sinks.
-fn random_pipeline(rng: &mut SplitMix64, values: Values) -> String {
-    let (n_src, n_ops) = (1 + rng.below(3) as usize, 1 + rng.below(12) as usize);
+fn random_pipeline(rng: &mut SeededRng, values: Values) -> String {
+    let (n_src, n_ops) =
+        (1 + rng.random_range(0..3) as usize, 1 + rng.random_range(0..12) as usize);
     let mut t = String::new();
     for s in 0..n_src {
         let rate = match values {
-            Values::Exact => 12.0 * (1 + rng.below(20)) as f64,
-            Values::Continuous => rng.range_f64(1.0, 1000.0),
+            Values::Exact => 12.0 * (1 + rng.random_range(0..20)) as f64,
+            Values::Continuous => rng.random_range(1.0..1000.0),
         };
         let _ = writeln!(t, "[[source]]\nname = \"s{s}\"\nrate = {rate}\nkey_field = 0");
     }
     let mut streams: Vec<(String, String)> = Vec::new();
     for o in 0..n_ops {
         // Mostly locally replicable kinds, so that devices have something to run.
-        let kind =
-            if rng.chance(0.75) { *pick(rng, &REPLICABLE) } else { *pick(rng, &OperatorKind::ALL) };
+        let kind = if rng.random_bool(0.75) {
+            *pick(rng, &REPLICABLE)
+        } else {
+            *pick(rng, &OperatorKind::ALL)
+        };
         let may_hold_state = o > 0 && !matches!(kind, OperatorKind::Map | OperatorKind::Filter);
-        let stateful = may_hold_state && rng.chance(0.2);
+        let stateful = may_hold_state && rng.random_bool(0.2);
         let _ = writeln!(t, "[[operator]]\nname = \"o{o}\"\nkind = \"{kind}\"");
         let _ = writeln!(t, "function = \"{}\"", pick(rng, &["f.a", "f.b", "g.a"]));
         if stateful {
             t.push_str("stateful = true\nkey = \"k\"\n");
         }
-        if rng.chance(0.8) {
+        if rng.random_bool(0.8) {
             let _ = writeln!(t, "selectivity = {}", selectivity(rng, values));
         }
         let mut inputs: Vec<String> = Vec::new();
-        for _ in 0..1 + rng.below(2) {
-            let from = if stateful || (o > 0 && rng.chance(0.7)) {
-                format!("o{}", rng.below(o as u64))
+        for _ in 0..1 + rng.random_range(0..2) {
+            let from = if stateful || (o > 0 && rng.random_bool(0.7)) {
+                format!("o{}", rng.random_range(0..o as u64))
             } else {
-                format!("s{}", rng.below(n_src as u64))
+                format!("s{}", rng.random_range(0..n_src as u64))
             };
             if !inputs.contains(&from) {
                 inputs.push(from);
@@ -78,14 +83,14 @@ fn random_pipeline(rng: &mut SplitMix64, values: Values) -> String {
         }
         streams.extend(inputs.into_iter().map(|from| (from, format!("o{o}"))));
     }
-    let n_sinks = 1 + rng.below(2) as usize;
+    let n_sinks = 1 + rng.random_range(0..2) as usize;
     for k in 0..n_sinks {
         let _ = writeln!(t, "[[sink]]\nname = \"k{k}\"");
-        streams.push((format!("o{}", rng.below(n_ops as u64)), format!("k{k}")));
+        streams.push((format!("o{}", rng.random_range(0..n_ops as u64)), format!("k{k}")));
     }
     for o in 0..n_ops {
-        let sink = format!("k{}", rng.below(n_sinks as u64));
-        if rng.chance(0.3) && !streams.contains(&(format!("o{o}"), sink.clone())) {
+        let sink = format!("k{}", rng.random_range(0..n_sinks as u64));
+        if rng.random_bool(0.3) && !streams.contains(&(format!("o{o}"), sink.clone())) {
             streams.push((format!("o{o}"), sink));
         }
     }
@@ -102,20 +107,20 @@ fn random_pipeline(rng: &mut SplitMix64, values: Values) -> String {
 
 /// Random devices: random sources and constraints, some copies (groups and subgroups), the
 /// sources no device holds in the cloud.
-fn random_devices(rng: &mut SplitMix64, p: &Pipeline, values: Values) -> String {
+fn random_devices(rng: &mut SeededRng, p: &Pipeline, values: Values) -> String {
     let mut t = String::new();
     let mut held = vec![false; p.sources.len()];
     let mut previous = String::new();
-    for d in 0..1 + rng.below(4) {
+    for d in 0..1 + rng.random_range(0..4) {
         let _ = writeln!(t, "[[device]]\nid = \"d{d}\"");
-        if d > 0 && rng.chance(0.3) {
+        if d > 0 && rng.random_bool(0.3) {
             t.push_str(&previous);
             continue;
         }
         let mut body = String::new();
         let mut sources: Vec<String> = Vec::new();
         for s in &p.sources {
-            if rng.chance(0.75) {
+            if rng.random_bool(0.75) {
                 sources.push(format!("\"{}\"", s.name));
                 held[s.id.index()] = true;
             }
@@ -127,7 +132,7 @@ fn random_devices(rng: &mut SplitMix64, p: &Pipeline, values: Values) -> String 
         let _ = writeln!(body, "sources = [{}]", sources.join(", "));
         let link = match values {
             Values::Exact => *pick(rng, &[0.0, 0.5, 1.0, 1.0, 2.0, 3.0]),
-            Values::Continuous => rng.range_f64(0.0, 4.0),
+            Values::Continuous => rng.random_range(0.0..4.0),
         };
         let _ = writeln!(body, "link_cost = {link}");
         constraint(rng, &mut body, values);
@@ -144,36 +149,36 @@ fn random_devices(rng: &mut SplitMix64, p: &Pipeline, values: Values) -> String 
     t
 }
 
-fn constraint(rng: &mut SplitMix64, body: &mut String, values: Values) {
-    if rng.chance(0.25) {
+fn constraint(rng: &mut SeededRng, body: &mut String, values: Values) {
+    if rng.random_bool(0.25) {
         let kinds: Vec<String> = OperatorKind::ALL
             .iter()
-            .filter(|k| k.locally_replicable(false) && rng.chance(0.6))
+            .filter(|k| k.locally_replicable(false) && rng.random_bool(0.6))
             .map(|k| format!("\"{k}\""))
             .collect();
         let _ = writeln!(body, "kinds = [{}]", kinds.join(", "));
     }
-    if rng.chance(0.2) {
+    if rng.random_bool(0.2) {
         let f: Vec<&str> = ["\"f.*\"", "\"f.a\"", "\"g.a\"", "\"*\""]
             .into_iter()
-            .filter(|_| rng.chance(0.5))
+            .filter(|_| rng.random_bool(0.5))
             .collect();
         let _ = writeln!(body, "functions = [{}]", f.join(", "));
     }
-    if rng.chance(0.35) {
-        let _ = writeln!(body, "max_operators = {}", rng.below(6));
+    if rng.random_bool(0.35) {
+        let _ = writeln!(body, "max_operators = {}", rng.random_range(0..6));
     }
-    if rng.chance(0.25) {
+    if rng.random_bool(0.25) {
         let load = match values {
-            Values::Exact => 12.0 * rng.below(40) as f64,
-            Values::Continuous => rng.range_f64(0.0, 1500.0),
+            Values::Exact => 12.0 * rng.random_range(0..40) as f64,
+            Values::Continuous => rng.random_range(0.0..1500.0),
         };
         let _ = writeln!(body, "max_load = {load}");
     }
 }
 
 fn check_case(seed: u64, values: Values) {
-    let mut rng = SplitMix64::derive(0x0ed9_ec07, seed);
+    let mut rng = independent_stream(0x0ed9_ec07, seed);
     let spec_text = random_pipeline(&mut rng, values);
     let p = spec::parse(&spec_text, "random.toml")
         .unwrap_or_else(|e| panic!("seed {seed}: generated an invalid spec: {e}\n{spec_text}"));

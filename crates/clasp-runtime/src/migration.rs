@@ -3,11 +3,16 @@
 //! The planner diffs the old and new placements into a [`clasp_core::placement::MigrationPlan`]
 //! and sends each worker its part with the new routing. Each worker then, on its own:
 //! 1. stops starting requests and lets running executions finish;
-//! 2. installs the new routing;
-//! 3. sends every peer the plan names one message (empty ones too — it doubles as "done")
-//!    with the key groups it no longer owns and the queued requests that now belong there;
-//! 4. waits only for the peers the plan says will send to it;
-//! 5. installs what arrived, resumes, and reports to the planner.
+//! 2. gates the key groups it takes over: their records wait aside until their state arrives;
+//! 3. installs the new routing, takes its queue out and detaches the key groups it gives up
+//!    (O(1) each), and resumes — the pause ends here, whatever the state size or the backlog;
+//! 4. re-routes the queue it took out (its keyed operators' new records wait meanwhile, so none
+//!    overtakes an older one of its key), and sends every peer the plan names one message
+//!    (empty ones too — it doubles as "done") with the key groups it no longer owns and the
+//!    queued requests that now belong there;
+//! 5. as each expected message arrives, stages its state, queues its requests ahead of the
+//!    records that waited for its groups, and opens the groups;
+//! 6. reports to the planner once every expected message arrived.
 //!
 //! There is no global barrier and the planner carries no state. A request routed under an older
 //! epoch that reaches a worker no longer owning its key is forwarded, never dropped or run twice;
@@ -17,7 +22,7 @@ pub use clasp_wire::runtime::{MigrationData, MigrationDone, MigrationOrder, Stat
 
 use crate::request::{Request, split_credit};
 use crate::routing::Routing;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_core::{Batch, WorkerId};
 
 /// Splits `req` by the worker each of its records belongs to under `routing`: the records of a
@@ -27,7 +32,7 @@ pub fn reroute(
     req: Request,
     routing: &Routing,
     me: WorkerId,
-    rng: &mut SplitMix64,
+    rng: &mut SeededRng,
 ) -> Vec<(WorkerId, Request)> {
     if !routing.is_keyed(req.op) {
         let to = if routing.hosts(req.op, me) { me } else { routing.draw(req.op, rng) };

@@ -5,7 +5,7 @@ pub use clasp_wire::runtime::RoutingPlan;
 
 use clasp_core::hash::key_group;
 use clasp_core::placement::RouteTable;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_core::{OperatorId, Pipeline, WorkerId};
 
 /// Routing tables of one epoch.
@@ -46,7 +46,7 @@ impl Routing {
     /// A worker for one request of stateless operator `op`, drawn by share; a keyed operator's
     /// requests are routed by [`Routing::owner`] instead.
     #[inline]
-    pub fn draw(&self, op: OperatorId, rng: &mut SplitMix64) -> WorkerId {
+    pub fn draw(&self, op: OperatorId, rng: &mut SeededRng) -> WorkerId {
         self.table.draw(op, rng)
     }
 

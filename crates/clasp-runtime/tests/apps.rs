@@ -1,7 +1,7 @@
 //! Every benchmark application run through the distributed runtime — a planner and worker
 //! threads over loopback TCP — on 1 worker and on 3 workers, its sink records and final
-//! keyed state compared with the independent single-threaded reference of `clasp-apps`
-//! (`reference::expected`, which recomputes each app with plain code sharing nothing with the
+//! keyed state compared with the independent single-threaded reference (`clasp-reference`,
+//! `reference::expected`, which recomputes each app with plain code sharing nothing with the
 //! operators). Windowed apps (AA, taxi-w3) are also compared window by window.
 //!
 //! Which comparison applies follows from what the runtime guarantees about order:
@@ -25,9 +25,9 @@
 
 mod common;
 
-use clasp_apps::reference::{self, Outcome};
 use clasp_apps::{pipeline, profile};
 use clasp_core::Pipeline;
+use clasp_reference::{self as reference, Outcome};
 use common::apps::{AppRun, Layout, RunOptions, run_app, set_param};
 use serde_json::json;
 

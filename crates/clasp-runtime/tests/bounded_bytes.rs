@@ -75,6 +75,7 @@ fn a_run_stops_at_its_duration_and_accounts_for_what_was_left() {
     }
     let mut config = common::config(16);
     config.drain_grace = Duration::from_millis(500);
+    config.stop_at_duration = true;
     let mut c = cluster(&p, config);
     let text = Arc::new(common::corpus(9, 20_000));
     let summary = c

@@ -7,7 +7,7 @@ mod common;
 use clasp_core::hash::{key_group, key_hash};
 use clasp_core::input::LineSource;
 use clasp_core::placement::{KeyAssignment, Placement};
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_core::{SourceId, WorkerId};
 use clasp_plan::migration::plan_migration;
 use clasp_runtime::cluster::{Cluster, contiguous_keys};
@@ -15,23 +15,25 @@ use clasp_runtime::planner::{DiscardSink, Input};
 use clasp_runtime::routing::RoutingPlan;
 use clasp_runtime::scaling::ScalingLoop;
 use common::*;
+use rand::{RngExt, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A random placement of WC on 1..=3 workers with random fractions and instances.
-fn random_placement(p: &clasp_core::Pipeline, rng: &mut SplitMix64) -> Placement {
-    let workers = 1 + rng.below(3) as u32;
+fn random_placement(p: &clasp_core::Pipeline, rng: &mut SeededRng) -> Placement {
+    let workers = 1 + rng.random_range(0..3) as u32;
     let mut entries: Vec<(String, Vec<Slot>)> = Vec::new();
     for op in ["split", "count"] {
-        let on: Vec<u32> = (0..workers).filter(|_| rng.chance(0.7)).collect();
-        let on = if on.is_empty() { vec![rng.below(u64::from(workers)) as u32] } else { on };
-        let weights: Vec<f64> = on.iter().map(|_| 0.2 + rng.next_f64()).collect();
+        let on: Vec<u32> = (0..workers).filter(|_| rng.random_bool(0.7)).collect();
+        let on =
+            if on.is_empty() { vec![rng.random_range(0..u64::from(workers)) as u32] } else { on };
+        let weights: Vec<f64> = on.iter().map(|_| 0.2 + rng.random::<f64>()).collect();
         let total: f64 = weights.iter().sum();
         let shares = on
             .iter()
             .zip(&weights)
-            .map(|(w, x)| (*w, x / total, 1 + rng.below(3) as u32))
+            .map(|(w, x)| (*w, x / total, 1 + rng.random_range(0..3) as u32))
             .collect();
         entries.push((op.into(), shares));
     }
@@ -113,7 +115,7 @@ fn twenty_four_random_migrations_under_load_lose_nothing() {
         .unwrap();
     let scaling = clasp_plan::AutoscalerConfig::with_policy(clasp_plan::Policy::Static);
     let mut scaler = ScalingLoop::new(scaling, &p, placement, keys, 1).unwrap();
-    let mut rng = SplitMix64::new(2024);
+    let mut rng = SeededRng::seed_from_u64(2024);
     let mut migrations = 0;
     let Cluster { planner, pool } = &mut c;
     let summary = planner

@@ -5,8 +5,10 @@
 
 use crate::error::SimError;
 use clasp_core::placement::{KeyAssignment, Placement, RouteTable};
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_core::{KeyGroup, OperatorId, Pipeline, WorkerId};
+use rand::RngExt;
+use rand_distr::weighted::WeightedIndex;
 
 /// Routing tables of one placement epoch.
 #[derive(Clone, Debug)]
@@ -58,7 +60,7 @@ impl Routing {
     /// The worker for a request of `op` with key group `group` (keyed operators), or drawn by
     /// share from `rng` (stateless operators).
     #[inline]
-    pub fn destination(&self, op: usize, group: u16, rng: &mut SplitMix64) -> u32 {
+    pub fn destination(&self, op: usize, group: u16, rng: &mut SeededRng) -> u32 {
         let op = OperatorId::from(op);
         if self.table.keyed(op) {
             self.table.owner(op, KeyGroup(u32::from(group))).0
@@ -102,14 +104,15 @@ impl Routing {
     /// A key group of keyed `op`: one of those owned by a worker drawn by `shares` (an
     /// observed run's skew), or any group equally likely when `shares` is empty.
     #[inline]
-    pub fn draw_group(&self, op: usize, shares: &[f64], groups: u32, rng: &mut SplitMix64) -> u16 {
+    pub fn draw_group(&self, op: usize, shares: &[f64], groups: u32, rng: &mut SeededRng) -> u16 {
         if !shares.is_empty()
-            && let Some(owned) = self.owned.get(op).and_then(|o| o.get(rng.weighted(shares)))
+            && let Ok(by_share) = WeightedIndex::new(shares)
+            && let Some(owned) = self.owned.get(op).and_then(|o| o.get(rng.sample(&by_share)))
             && !owned.is_empty()
         {
-            return owned[rng.below(owned.len() as u64) as usize];
+            return owned[rng.random_range(0..owned.len() as u64) as usize];
         }
-        rng.below(u64::from(groups)) as u16
+        rng.random_range(0..u64::from(groups)) as u16
     }
 
     /// The worker with the largest fraction of `op` (where a migration sends the queued
@@ -150,6 +153,7 @@ mod tests {
     use super::*;
     use crate::testing::{even_placement, pipeline};
     use clasp_plan::keys::assign_keys;
+    use rand::SeedableRng;
 
     #[test]
     fn keyed_and_shared_routes_follow_the_placement() {
@@ -158,7 +162,7 @@ mod tests {
         let keys = assign_keys(&p, &placement, 64, None);
         let r = Routing::new(&p, placement, keys.clone(), 0, 10).unwrap();
         assert!(r.keyed(1) && !r.keyed(0));
-        let mut rng = SplitMix64::new(3);
+        let mut rng = SeededRng::seed_from_u64(3);
         let mut hits = [0u32; 4];
         for _ in 0..40_000 {
             hits[r.destination(0, 0, &mut rng) as usize] += 1;
@@ -178,8 +182,8 @@ mod tests {
         let p = pipeline("wc.toml");
         let keys = assign_keys(&p, &even_placement(&p, 4), 64, None);
         let r = Routing::new(&p, even_placement(&p, 4), keys, 0, 10).unwrap();
-        let mut rng = SplitMix64::new(5);
-        let draw = |shares: &[f64], rng: &mut SplitMix64| {
+        let mut rng = SeededRng::seed_from_u64(5);
+        let draw = |shares: &[f64], rng: &mut SeededRng| {
             let mut hits = [0u32; 4];
             for _ in 0..40_000 {
                 hits[r.destination(1, r.draw_group(1, shares, 64, rng), rng) as usize] += 1;

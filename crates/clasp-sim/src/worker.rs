@@ -19,7 +19,7 @@
 //! execution.
 
 use crate::events::{Nanos, Req};
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::{SeededRng, independent_stream};
 use std::collections::VecDeque;
 
 /// Slack (µs of work) below which an execution counts as finished: absorbs rounding of event
@@ -160,7 +160,7 @@ pub struct Worker {
     /// Requests that arrived while paused, examined on resume.
     pub held: Vec<Req>,
     /// Its random draws (execution times, seeds of chained requests).
-    pub rng: SplitMix64,
+    pub rng: SeededRng,
     /// Counters of the current interval.
     pub counters: Counters,
     /// When its next execution finishes (`Nanos::MAX`: none running).
@@ -187,7 +187,7 @@ impl Worker {
             active: false,
             paused: false,
             held: Vec::new(),
-            rng: SplitMix64::derive(seed, 0x776f_726b_0000 + u64::from(id)),
+            rng: independent_stream(seed, 0x776f_726b_0000 + u64::from(id)),
             counters,
             next: Nanos::MAX,
             slots,

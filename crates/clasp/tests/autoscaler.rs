@@ -7,12 +7,13 @@ use clasp_core::Pipeline;
 use clasp_core::WorkerId;
 use clasp_core::placement::Placement;
 use clasp_core::report::{OpReport, WorkerReport};
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_plan::Policy;
 use clasp_plan::autoscaler::{Autoscaler, AutoscalerConfig, Interval, Step};
 use clasp_plan::triggers::TriggerConfig;
 use clasp_runtime::planner::Progress;
 use clasp_sim::engine::Tick;
+use rand::{RngExt, SeedableRng};
 use std::path::Path;
 
 /// One recorded interval: what both the planner and the simulator measure.
@@ -37,18 +38,18 @@ fn pipeline() -> Pipeline {
 /// A burst-shaped input on a cluster that completes up to 900 chains/s per worker, its worker
 /// count following a script; intervals a few ms off one second, as a live planner's are.
 fn record(seed: u64) -> Vec<Recorded> {
-    let mut rng = SplitMix64::new(seed);
+    let mut rng = SeededRng::seed_from_u64(seed);
     let (mut t, mut requests) = (0.0, 0);
     let mut out = Vec::new();
     for i in 0..160u32 {
-        let secs = 1.0 + rng.range_f64(-0.004, 0.004);
+        let secs = 1.0 + rng.random_range(-0.004..0.004);
         t += secs;
         let rate = match i {
             0..30 => 600.0,
             30..70 => 2_400.0,
             70..110 => 900.0,
             _ => 3_600.0,
-        } * rng.range_f64(0.97, 1.03);
+        } * rng.random_range(0.97..1.03);
         let workers = match i {
             0..40 => 1,
             40..80 => 3,
@@ -66,7 +67,7 @@ fn record(seed: u64) -> Vec<Recorded> {
                     processed: n,
                     records: n * 16,
                     emitted: n * 10,
-                    exec_us: n as f64 * exec * rng.range_f64(0.9, 1.1),
+                    exec_us: n as f64 * exec * rng.random_range(0.9..1.1),
                     wait_us: n as f64 * if saturated { 20_000.0 } else { 30.0 },
                     touched: n,
                     state_keys: 1_000,

@@ -2,7 +2,7 @@
 //! worker's or the planner's port is refused and the cluster keeps running; a worker killed
 //! during a migration makes the planner abort that step with a clear error.
 
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_core::{SourceId, WorkerId};
 use clasp_plan::keys::assign_keys;
 use clasp_plan::migration::plan_migration;
@@ -10,6 +10,7 @@ use clasp_runtime::cluster::{Cluster, Launch, spread};
 use clasp_runtime::planner::{DiscardSink, Input, PlannerConfig, PlannerError};
 use clasp_runtime::routing::RoutingPlan;
 use clasp_runtime::wire::{self, Hello, Message, Role};
+use rand::{RngExt, SeedableRng};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
@@ -22,9 +23,13 @@ fn pipeline() -> clasp_core::Pipeline {
 }
 
 fn lines(n: usize, seed: u64) -> Arc<Vec<Vec<u8>>> {
-    let mut rng = SplitMix64::new(seed);
+    let mut rng = SeededRng::seed_from_u64(seed);
     Arc::new(
-        (0..n).map(|_| format!("a{} b{} c", rng.below(50), rng.below(50)).into_bytes()).collect(),
+        (0..n)
+            .map(|_| {
+                format!("a{} b{} c", rng.random_range(0..50), rng.random_range(0..50)).into_bytes()
+            })
+            .collect(),
     )
 }
 

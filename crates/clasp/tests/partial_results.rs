@@ -4,7 +4,7 @@
 //! the state of the workers still alive.
 
 use clasp_apps::inputs::{self, SourceLines};
-use clasp_apps::reference::{self, Outcome};
+use clasp_reference::{self as reference, Outcome};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -117,7 +117,7 @@ fn malformed_input_fails_with_a_clear_message() {
         (vec!["plan", wc, "--rate", "-5"], "not a positive rate"),
         (
             vec!["plan", wc, "--rate", "10", "--policy", "fifo"],
-            "valid policies: clasp, faasflow, zhang24, ds2, faasflow-sp, zhang24-sp, static",
+            "valid policies: clasp, faasflow, zhang24, ds2, flink, faasflow-sp, zhang24-sp, static",
         ),
         (vec!["plan", wc, "--rate", "10", "--max-workers", "0"], "--max-workers"),
         (vec!["plan", wc, "--rate", "10", "--coefficients", "1,2"], "alpha,beta,gamma,W"),

@@ -4,7 +4,7 @@
 //! stopping the pipeline.
 
 use clasp_apps::inputs::{self, SourceLines};
-use clasp_apps::reference::{self, Outcome};
+use clasp_reference::{self as reference, Outcome};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

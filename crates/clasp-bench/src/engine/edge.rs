@@ -8,26 +8,23 @@
 //! veths when namespaces are used), the makespan (start signal to the last chain's completion)
 //! and the end-to-end latency of chains (from a device's read of the oldest raw record behind a
 //! request to the completion of everything it caused in the cloud). The cut's results are
-//! compared with all-in-cloud's (Theorem 1). w3 runs with a window lateness of 60 minutes of
+//! compared with all-in-cloud's, record for record and state entry for state entry (Theorem 1). w3 runs with a window lateness of 60 minutes of
 //! event time, so that links of different speeds do not make events late and results stay
 //! comparable.
 
-use clasp_apps::reference::{self, Outcome};
-use clasp_core::sync::lock;
-use clasp_core::{Batch, Pipeline};
+use clasp_core::Pipeline;
 use clasp_edge::EdgeError;
 use clasp_edge::cloud::{Cloud, CloudOptions, CloudReport};
 use clasp_edge::cut::Mode;
 use clasp_edge::embedded::{self, EmbeddedOptions};
 use clasp_edge::input::InputSpec;
 use clasp_edge::netns::{self, Wan};
+use clasp_edge::results::{CollectSink, RunResults};
 use clasp_edge::shaper::LinkShape;
 use clasp_plan::edgecut::{self, CostModel, Devices};
-use clasp_runtime::planner::SinkOutput;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Which WAN emulation to use.
@@ -165,20 +162,6 @@ fn devices_text(app: &str) -> &'static str {
     }
 }
 
-/// Collects sink records into an [`Outcome`].
-#[derive(Clone, Debug, Default)]
-pub struct CollectSink(pub Arc<Mutex<Outcome>>);
-
-impl SinkOutput for CollectSink {
-    fn write(&mut self, name: &str, batch: &Batch) -> std::io::Result<()> {
-        let mut o = lock(&self.0);
-        for r in batch.iter() {
-            o.add_sink(name, r.key, r.value);
-        }
-        Ok(())
-    }
-}
-
 /// Runs every workflow at every bandwidth, all in the cloud and cut.
 pub fn run(opts: &BenchOptions) -> Result<EdgeRuns, EdgeError> {
     let (wan, wan_note) = choose_wan(opts)?;
@@ -192,8 +175,14 @@ pub fn run(opts: &BenchOptions) -> Result<EdgeRuns, EdgeError> {
         for &bw in &plan.bandwidths {
             let (all, all_out) = ctx.run(Mode::AllCloud, bw, wan.as_ref())?;
             let (mut cut, cut_out) = ctx.run(Mode::Cut, bw, wan.as_ref())?;
-            cut.outputs_equal =
-                Some(reference::check_order_insensitive(w.app, &ctx.p, &all_out, &cut_out).is_ok());
+            let difference = all_out.difference(&cut_out);
+            if let Some(d) = &difference {
+                eprintln!(
+                    "{} @ {bw} kbit/s: the cut's results differ from all-in-cloud's: {d}",
+                    w.name
+                );
+            }
+            cut.outputs_equal = Some(difference.is_none());
             eprintln!("{}", progress_line(&all, &cut));
             rows.push(all);
             rows.push(cut);
@@ -293,7 +282,12 @@ impl<'a> Context<'a> {
     }
 
     /// One run; returns its row and its results.
-    fn run(&self, mode: Mode, kbit: f64, wan: Option<&Wan>) -> Result<(Row, Outcome), EdgeError> {
+    fn run(
+        &self,
+        mode: Mode,
+        kbit: f64,
+        wan: Option<&Wan>,
+    ) -> Result<(Row, RunResults), EdgeError> {
         let sink = CollectSink::default();
         let (report, wire) = match wan {
             None => (self.run_user_space(mode, kbit, sink.clone())?, None),
@@ -302,15 +296,10 @@ impl<'a> Context<'a> {
                 (r, Some(w))
             }
         };
-        let mut outcome = lock(&sink.0).clone();
-        for s in &self.p.sinks {
-            outcome.sinks.entry(s.name.clone()).or_default();
-        }
-        for line in String::from_utf8_lossy(report.state.as_deref().unwrap_or_default()).lines() {
-            let _ = outcome.add_state_line(line);
-        }
+        let mut results = sink.results();
+        results.add_state_dump(report.state.as_deref().unwrap_or_default());
         let row = self.row(mode, kbit, &report, wire, wan.is_some());
-        Ok((row, outcome))
+        Ok((row, results))
     }
 
     fn run_user_space(

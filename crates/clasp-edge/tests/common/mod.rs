@@ -1,15 +1,14 @@
 //! Helpers shared by the edge runner's integration tests.
 #![allow(dead_code)]
 
-use clasp_apps::reference::Outcome;
-use clasp_core::{Batch, Pipeline};
+use clasp_core::Pipeline;
 use clasp_edge::Mode;
 use clasp_edge::embedded::{self, EmbeddedOptions, EmbeddedReport};
 use clasp_edge::input::InputSpec;
+use clasp_edge::results::{CollectSink, RunResults};
 use clasp_plan::edgecut::{self, CostModel, Devices};
-use clasp_runtime::planner::SinkOutput;
+use clasp_reference::Outcome;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 /// Logs to stderr when `CLASP_LOG` is set (e.g. `CLASP_LOG=warn`).
 pub fn logs() {
@@ -35,49 +34,28 @@ pub fn devices(p: &Pipeline, app: &str) -> Devices {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Collects sink records into an outcome.
-#[derive(Clone, Default)]
-pub struct Collect(pub Arc<Mutex<Outcome>>);
-
-impl SinkOutput for Collect {
-    fn write(&mut self, name: &str, batch: &Batch) -> std::io::Result<()> {
-        let mut o = self.0.lock().unwrap();
-        for r in batch.iter() {
-            o.add_sink(name, r.key, r.value);
-        }
-        Ok(())
-    }
-}
-
 /// Every source of `app` generated with `count` records of [`SEED`].
 pub fn inputs(p: &Pipeline, count: u64) -> Vec<(String, InputSpec)> {
     p.sources.iter().map(|s| (s.name.clone(), InputSpec::Generated { count, seed: SEED })).collect()
 }
 
 /// Runs `p` (application `app`) over its five devices and the cloud in `mode`; returns the
-/// sinks and final state as an outcome, and the report.
+/// sinks and final state as the reference's outcome and as the edge runner's results, and the
+/// report.
 pub fn run_embedded(
     p: &Pipeline,
     app: &str,
     mode: Mode,
     count: u64,
     speed: f64,
-) -> (Outcome, EmbeddedReport) {
+) -> (Outcome, RunResults, EmbeddedReport) {
     logs();
     let devices = devices(p, app);
     let mut opts = EmbeddedOptions::new(inputs(p, count));
     opts.mode = mode;
     opts.speed = speed;
     opts.cloud.dump_state = true;
-    let sink = Collect::default();
-    let mut outcome = Outcome::default();
-    for s in &p.sinks {
-        outcome.sinks.entry(s.name.clone()).or_default();
-    }
-    for op in p.operators.iter().filter(|o| o.stateful) {
-        outcome.state.entry(op.name.clone()).or_default();
-    }
-    *sink.0.lock().unwrap() = outcome;
+    let sink = CollectSink::default();
     let report = embedded::run(
         p,
         &devices,
@@ -87,12 +65,29 @@ pub fn run_embedded(
         Box::new(sink.clone()),
     )
     .unwrap_or_else(|e| panic!("{app} {mode:?}: {e}"));
-    let mut outcome = sink.0.lock().unwrap().clone();
-    let state = report.cloud.state.clone().unwrap_or_default();
-    for line in String::from_utf8_lossy(&state).lines() {
+    let mut results = sink.results();
+    results.add_state_dump(report.cloud.state.as_deref().unwrap_or_default());
+    (outcome_of(p, &results), results, report)
+}
+
+/// The sinks and final state of `results` as the reference's outcome.
+pub fn outcome_of(p: &Pipeline, results: &RunResults) -> Outcome {
+    let mut outcome = Outcome::default();
+    for s in &p.sinks {
+        outcome.sinks.entry(s.name.clone()).or_default();
+    }
+    for op in p.operators.iter().filter(|o| o.stateful) {
+        outcome.state.entry(op.name.clone()).or_default();
+    }
+    for (sink, key, value, times) in results.sink_records() {
+        for _ in 0..times {
+            outcome.add_sink(sink, key, value);
+        }
+    }
+    for line in results.state_lines() {
         outcome.add_state_line(line).unwrap();
     }
-    (outcome, report)
+    outcome
 }
 
 /// Opens a link to the cloud at `addr` proving `identity` with `security` (the first frames

@@ -1,32 +1,37 @@
 //! `clasp-fuzz [--target NAME] [--inputs N] [--seed S]`: runs fuzz targets on seeded inputs
 //! and prints how many each ran and how long it took.
 
+use clap::Parser;
 use std::time::Instant;
 
+/// Runs the fuzz targets on seeded inputs.
+#[derive(Debug, Parser)]
+struct Args {
+    /// Only this target (default: every one).
+    #[arg(long)]
+    target: Option<String>,
+    /// Inputs per target.
+    #[arg(long, default_value_t = 1_000_000)]
+    inputs: u64,
+    /// Seed of the inputs.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let value = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1));
-    let inputs = match value("--inputs").map(|v| v.parse::<u64>()) {
-        None => 1_000_000,
-        Some(Ok(n)) => n,
-        Some(Err(_)) => {
-            eprintln!("--inputs takes a whole number");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    let seed = value("--seed").and_then(|v| v.parse().ok()).unwrap_or(1);
-    let only = value("--target");
-    let targets: Vec<_> =
-        clasp_fuzz::TARGETS.iter().filter(|t| only.is_none_or(|o| o == t.name)).collect();
+    let args = Args::parse();
+    let targets: Vec<_> = clasp_fuzz::TARGETS
+        .iter()
+        .filter(|t| args.target.as_deref().is_none_or(|o| o == t.name))
+        .collect();
     if targets.is_empty() {
         let names: Vec<&str> = clasp_fuzz::TARGETS.iter().map(|t| t.name).collect();
-        eprintln!("no target {only:?}; targets: {}", names.join(", "));
+        eprintln!("no target {:?}; targets: {}", args.target, names.join(", "));
         return std::process::ExitCode::FAILURE;
     }
-    // A target's own error paths are not crashes: keep their panics (if any) loud, the rest quiet.
     for t in targets {
         let started = Instant::now();
-        let ran = clasp_fuzz::run(t, inputs, seed);
+        let ran = clasp_fuzz::run(t, args.inputs, args.seed);
         println!(
             "{:<14} {ran:>12} inputs without a crash in {:.1} s",
             t.name,

@@ -1,9 +1,14 @@
-//! DS2 (Kalavri et al., OSDI 2018), the model behind Flink's autoscaler: each operator's
-//! *true* processing rate is what one instance does per second of busy time, 10⁶/τ̄_o; target
-//! rates flow from the source target rate through the observed selectivities in topological
-//! order; each operator gets ⌈target / true rate⌉ instances, and the workers are the slots
-//! those instances need. It sizes operators from execution time alone: the cost of
+//! DS2 (Kalavri et al., OSDI 2018): each operator's *true* processing rate is what one
+//! instance processes per second of *useful* time, 10⁶/B_o for a busy (useful) time B_o per
+//! request; target rates flow from the source target rate through the observed selectivities
+//! in topological order; each operator gets ⌈target / true rate⌉ instances, and the workers are
+//! the slots those instances need. It sizes operators from their busy time alone: the cost of
 //! dispatching chained requests is in no term.
+//!
+//! Useful time is wall-clock time on the instance, which on a worker whose slots share its CPU
+//! is longer than the execution time the statistics report: [`super::busy`] reconstructs it
+//! (on saturated workers, where every instance is busy) and docs/model-notes.md explains why
+//! taking the execution time for it made DS2 ask for one or two workers at any rate.
 //!
 //! Placement: the instances, in topological operator order, are laid out over the workers in
 //! contiguous runs of ⌊total/W⌋ or ⌈total/W⌉ (instance `i` on worker ⌊i·W/total⌋). This is
@@ -11,6 +16,7 @@
 //! no worker is left empty when there are at least as many instances as workers; neighbours
 //! in the topological order tend to share a worker.
 
+use super::busy::busy_times;
 use super::{Observed, Slice, build_placement, clamp_workers};
 use clasp_core::placement::Placement;
 use clasp_core::stats::ObservedStats;
@@ -35,9 +41,9 @@ impl Default for Config {
 }
 
 /// Requests per second one instance of an operator processes when busy all the time:
-/// 10⁶ / τ̄_o (infinite when no execution time was observed).
-pub fn true_rate(exec_us: f64) -> f64 {
-    if exec_us > 0.0 { 1e6 / exec_us } else { f64::INFINITY }
+/// 10⁶ / B_o for a busy time B_o per request (infinite when none was observed).
+pub fn true_rate(busy_us: f64) -> f64 {
+    if busy_us > 0.0 { 1e6 / busy_us } else { f64::INFINITY }
 }
 
 /// Target processed rate of every operator (requests/s), indexed by operator.
@@ -89,19 +95,22 @@ fn selectivity(
 
 /// Instances of every operator: ⌈target rate / true rate⌉, at least 1 and at most every
 /// slot of the largest cluster allowed (`max_workers × slots`; more could not run at once,
-/// and an unreachable target rate must not ask for billions).
+/// and an unreachable target rate must not ask for billions). `current` is the placement the
+/// statistics were observed under (its instances tell how many slots of a saturated worker
+/// were busy).
 pub fn parallelism(
     p: &Pipeline,
     stats: &ObservedStats,
     target_rate: f64,
+    current: Option<&Placement>,
     cfg: &Config,
 ) -> Vec<u32> {
-    let observed = Observed::new(p, stats, target_rate);
     let cap = cfg.max_workers.max(1).saturating_mul(cfg.slots.max(1));
+    let busy = busy_times(p, stats, current);
     target_rates(p, stats, target_rate)
         .iter()
-        .zip(&observed.exec_us)
-        .map(|(target, exec)| instances_for(*target / true_rate(*exec), cap))
+        .zip(&busy)
+        .map(|(target, b)| instances_for(*target / true_rate(b.per_request_us()), cap))
         .collect()
 }
 
@@ -111,8 +120,15 @@ fn instances_for(x: f64, cap: u32) -> u32 {
 }
 
 /// ⌈Σ_o P_o / slots⌉ workers, within `1..=max_workers`.
-pub fn worker_count(p: &Pipeline, stats: &ObservedStats, target_rate: f64, cfg: &Config) -> u32 {
-    let total: f64 = parallelism(p, stats, target_rate, cfg).iter().map(|&x| f64::from(x)).sum();
+pub fn worker_count(
+    p: &Pipeline,
+    stats: &ObservedStats,
+    target_rate: f64,
+    current: Option<&Placement>,
+    cfg: &Config,
+) -> u32 {
+    let total: f64 =
+        parallelism(p, stats, target_rate, current, cfg).iter().map(|&x| f64::from(x)).sum();
     clamp_workers(total / f64::from(cfg.slots.max(1)), cfg.max_workers)
 }
 
@@ -122,11 +138,12 @@ pub fn place(
     stats: &ObservedStats,
     target_rate: f64,
     workers: u32,
+    current: Option<&Placement>,
     cfg: &Config,
 ) -> Placement {
     let workers = workers.max(1);
     let observed = Observed::new(p, stats, target_rate);
-    let instances = parallelism(p, stats, target_rate, cfg);
+    let instances = parallelism(p, stats, target_rate, current, cfg);
     let total: u64 = instances.iter().map(|&x| u64::from(x)).sum();
     let mut slices = vec![Vec::new(); p.operators.len()];
     let mut next = 0u64;
@@ -153,7 +170,9 @@ pub fn place(
 mod tests {
     use super::*;
     use crate::testing::pipeline;
+    use clasp_core::rng::SeededRng;
     use clasp_core::stats::{EdgeStats, OperatorStats};
+    use rand::SeedableRng;
 
     const DIAMOND: &str = r#"
 [[source]]
@@ -229,12 +248,12 @@ to = "d"
         let t = target_rates(&p, &stats, 2500.0);
         assert_eq!(t, [2500.0, 7500.0, 2500.0, 6250.0]);
         // True rates 10⁶/τ: a 1000, b 2000, c 4000, d 10000 → ⌈2.5⌉, ⌈3.75⌉, ⌈0.625⌉, ⌈0.625⌉.
-        assert_eq!(parallelism(&p, &stats, 2500.0, &Config::default()), [3, 4, 1, 1]);
+        assert_eq!(parallelism(&p, &stats, 2500.0, None, &Config::default()), [3, 4, 1, 1]);
         // An unreachable rate asks for every slot of the largest cluster, no more.
-        assert_eq!(parallelism(&p, &stats, 2e9, &Config::default()), [100; 4]);
+        assert_eq!(parallelism(&p, &stats, 2e9, None, &Config::default()), [100; 4]);
         let cfg = Config { slots: 2, max_workers: 10 };
-        assert_eq!(worker_count(&p, &stats, 2500.0, &cfg), 5); // ⌈9 / 2⌉
-        assert_eq!(worker_count(&p, &stats, 2500.0, &Config::default()), 1);
+        assert_eq!(worker_count(&p, &stats, 2500.0, None, &cfg), 5); // ⌈9 / 2⌉
+        assert_eq!(worker_count(&p, &stats, 2500.0, None, &Config::default()), 1);
     }
 
     #[test]
@@ -244,8 +263,8 @@ to = "d"
         for target in [50.0, 900.0, 4321.0] {
             let cfg = Config::default();
             assert_eq!(
-                parallelism(&p, &diamond_stats(1.0), target, &cfg),
-                parallelism(&p, &diamond_stats(10.0), target, &cfg)
+                parallelism(&p, &diamond_stats(1.0), target, None, &cfg),
+                parallelism(&p, &diamond_stats(10.0), target, None, &cfg)
             );
         }
     }
@@ -265,7 +284,7 @@ to = "d"
         let stats = diamond_stats(1.0);
         // Instances [3, 4, 1, 1] = 9 over 2 workers, instance i on ⌊2i/9⌋: instances 0–4
         // (a a a b b) on w0, 5–8 (b b c d) on w1.
-        let placement = place(&p, &stats, 2500.0, 2, &Config::default());
+        let placement = place(&p, &stats, 2500.0, 2, None, &Config::default());
         assert!(placement.check(&p).is_ok());
         let on = |o: usize| -> Vec<(u32, u32)> {
             placement.operators[o].shares.iter().map(|s| (s.worker.0, s.instances)).collect()
@@ -279,6 +298,56 @@ to = "d"
         assert_eq!(placement.operators[1].demand, 3_750_000.0);
     }
 
+    /// WC observed on one saturated worker of 10 slots: split 1 instance, count 9, at
+    /// Λ = 850,000 / 4,400 ≈ 193 lines/s (400 µs per split and per word count, W̄ all used).
+    /// Every instance is busy all the time, so DS2's true rate is the rate per instance: twice
+    /// the rate needs twice the instances, 2 splits and 18 counts, two workers. Taking the
+    /// 400 µs for the busy time, DS2 would stay on one.
+    #[test]
+    fn a_saturated_worker_scales_out_by_its_rate_per_instance() {
+        let path =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../pipelines/wc.toml");
+        let p = clasp_core::spec::load(&path).unwrap();
+        let lambda = 850_000.0 / 4_400.0;
+        let row = |name: &str, rate: f64| clasp_core::stats::WorkerOperatorStats {
+            name: name.into(),
+            processed_rate: rate,
+            exec_time_us: 400.0,
+        };
+        let stats = ObservedStats {
+            throughput: lambda,
+            input_rate: lambda,
+            operators: vec![op("split", lambda, 400.0), op("count", 10.0 * lambda, 400.0)],
+            edges: vec![edge("split", "count", 10.0 * lambda)],
+            workers: vec![clasp_core::stats::WorkerStats {
+                slots: 10,
+                exec_load: 850_000.0,
+                saturated: true,
+                operators: vec![row("split", lambda), row("count", 10.0 * lambda)],
+                ..clasp_core::stats::WorkerStats::default()
+            }],
+            ..ObservedStats::default()
+        };
+        let current = Placement::single_worker(&p, &[1, 9]);
+        let cfg = Config::default();
+        // ⌈2Λ / (Λ/1)⌉ and ⌈20Λ / (10Λ/9)⌉.
+        assert_eq!(parallelism(&p, &stats, 2.0 * lambda, Some(&current), &cfg), [2, 18]);
+        assert_eq!(worker_count(&p, &stats, 2.0 * lambda, Some(&current), &cfg), 2);
+        // Without the placement all 10 slots count as busy, shared by execution time: each
+        // request holds one 400 µs · 10 · 10⁶ / 850,000.
+        let busy = 400.0 * 10.0 * 1e6 / 850_000.0;
+        let want = [(2.0 * lambda * busy / 1e6).ceil(), (20.0 * lambda * busy / 1e6).ceil()];
+        assert_eq!(want, [2.0, 19.0]);
+        let got = parallelism(&p, &stats, 2.0 * lambda, None, &cfg);
+        assert_eq!(got, want.map(|x| x as u32));
+        assert_eq!(worker_count(&p, &stats, 2.0 * lambda, None, &cfg), 3);
+        // The same worker unsaturated: its execution time is its busy time.
+        let mut idle = stats.clone();
+        idle.workers[0].saturated = false;
+        assert_eq!(parallelism(&p, &idle, 2.0 * lambda, Some(&current), &cfg), [1, 2]);
+        assert_eq!(worker_count(&p, &idle, 2.0 * lambda, Some(&current), &cfg), 1);
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 200, rng_seed: proptest::test_runner::RngSeed::Fixed(9), ..proptest::prelude::ProptestConfig::default() })]
 
@@ -289,7 +358,7 @@ to = "d"
         fn propagation_equals_projection_on_consistent_rates(
             seed in proptest::prelude::any::<u64>(), ops in 1usize..10, target in 1.0f64..50_000.0,
         ) {
-            let mut rng = clasp_core::rng::SplitMix64::new(seed);
+            let mut rng = SeededRng::seed_from_u64(seed);
             let p = crate::testing::random_pipeline(&mut rng, ops, 0.3);
             let stats = ObservedStats::from_spec(&p, target, 100.0);
             let s = target / stats.throughput;

@@ -250,7 +250,9 @@ fn even_slices(landing: &BTreeMap<WorkerId, u32>, units: u32) -> Vec<Slice> {
 mod tests {
     use super::*;
     use crate::testing::pipeline;
+    use clasp_core::rng::SeededRng;
     use clasp_core::stats::{EdgeStats, OperatorStats};
+    use rand::SeedableRng;
 
     const CHAIN: &str = r#"
 [[source]]
@@ -439,7 +441,7 @@ to = "c"
             seed in proptest::prelude::any::<u64>(), ops in 1usize..10, workers in 1u32..8,
             rate in 1.0f64..30_000.0,
         ) {
-            let mut rng = clasp_core::rng::SplitMix64::new(seed);
+            let mut rng = SeededRng::seed_from_u64(seed);
             let p = crate::testing::random_pipeline(&mut rng, ops, 0.3);
             let stats = crate::testing::random_stats(&mut rng, &p);
             let cfg = Config::default();

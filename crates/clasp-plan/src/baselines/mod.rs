@@ -5,14 +5,22 @@
 //!   re-implemented by the CLASP authors);
 //! - [`zhang24`]: a fitted scheduling-overhead model per operator and an affinity/balance
 //!   score that spreads instances over all workers (Zhang et al., HPCC 2024);
-//! - [`ds2`]: true processing rates from busy time and target rates propagated through the
-//!   graph (DS2, the model behind Flink's autoscaler).
+//! - [`ds2`]: true processing rates from useful (busy) time and target rates propagated
+//!   through the graph (DS2, Kalavri et al., OSDI 2018);
+//! - [`flink`]: the Flink Kubernetes operator's autoscaler (true rates from busy time, a target
+//!   utilization with bounds, scale factors limited, parallelism aligned to key groups) with
+//!   Flink's slot-sharing placement.
+//!
+//! [`busy`] reconstructs the busy time DS2 and Flink read from the execution times the
+//! statistics carry.
 //!
 //! Each module offers `worker_count` and `place`; the placement carries each operator's
 //! instances per worker in [`Share::instances`].
 
+pub mod busy;
 pub mod ds2;
 pub mod faasflow;
+pub mod flink;
 pub mod zhang24;
 
 use clasp_core::placement::{OperatorPlacement, Placement, Share};
@@ -120,8 +128,9 @@ pub(crate) fn clamp_workers(x: f64, max: u32) -> u32 {
 mod tests {
     use super::*;
     use crate::testing::{random_pipeline, random_stats};
-    use clasp_core::rng::SplitMix64;
+    use clasp_core::rng::SeededRng;
     use proptest::prelude::*;
+    use rand::{RngExt, SeedableRng};
 
     #[test]
     fn worker_counts_are_clamped() {
@@ -140,19 +149,21 @@ mod tests {
         /// every operator's instances on the workers that carry its shares.
         #[test]
         fn baselines_place_validly(seed in any::<u64>(), ops in 1usize..9, workers in 1u32..12) {
-            let mut rng = SplitMix64::new(seed);
+            let mut rng = SeededRng::seed_from_u64(seed);
             let p = random_pipeline(&mut rng, ops, 0.4);
             let stats = random_stats(&mut rng, &p);
-            let rate = rng.range_f64(0.0, 20_000.0);
+            let rate = rng.random_range(0.0..20_000.0);
             let placements = [
                 faasflow::place(&p, &stats, rate, workers, &faasflow::Config::default()),
                 zhang24::place(&p, &stats, rate, workers, &zhang24::Config::default()),
-                ds2::place(&p, &stats, rate, workers, &ds2::Config::default()),
+                ds2::place(&p, &stats, rate, workers, None, &ds2::Config::default()),
+                flink::spread(&p, &stats, rate, &flink::parallelism(&p, &stats, rate, None, &flink::Config::default()), workers, &flink::Config::default()),
             ];
             let again = [
                 faasflow::place(&p, &stats, rate, workers, &faasflow::Config::default()),
                 zhang24::place(&p, &stats, rate, workers, &zhang24::Config::default()),
-                ds2::place(&p, &stats, rate, workers, &ds2::Config::default()),
+                ds2::place(&p, &stats, rate, workers, None, &ds2::Config::default()),
+                flink::spread(&p, &stats, rate, &flink::parallelism(&p, &stats, rate, None, &flink::Config::default()), workers, &flink::Config::default()),
             ];
             prop_assert_eq!(&placements, &again);
             for placement in &placements {
@@ -167,7 +178,8 @@ mod tests {
             let counts = [
                 faasflow::worker_count(&p, &stats, rate, &faasflow::Config::default()),
                 zhang24::worker_count(&p, &stats, rate, &zhang24::Config::default()),
-                ds2::worker_count(&p, &stats, rate, &ds2::Config::default()),
+                ds2::worker_count(&p, &stats, rate, None, &ds2::Config::default()),
+                flink::worker_count(&p, &stats, rate, None, &flink::Config::default()),
             ];
             prop_assert!(counts.iter().all(|c| (1..=10).contains(c)), "{:?}", counts);
         }

@@ -391,7 +391,7 @@ to = "b"
         // At 25,000/s DS2 needs 25 instances per operator; Zhang24, with r(p) ≈ 0.5 beyond a
         // few instances, p·1000·0.5·0.9 ≥ 25,000 → 56 each, 112 slots, capped at 10 workers.
         let (zhang, ds2_cfg) = (Config::default(), ds2::Config::default());
-        assert_eq!(ds2::worker_count(&p, &stats, 25_000.0, &ds2_cfg), 5);
+        assert_eq!(ds2::worker_count(&p, &stats, 25_000.0, None, &ds2_cfg), 5);
         assert_eq!(worker_count(&p, &stats, 25_000.0, &zhang), 10);
         let placement = place(&p, &stats, 25_000.0, 10, &zhang);
         assert!(placement.check(&p).is_ok());
@@ -402,7 +402,7 @@ to = "b"
         }
         // At a tenth of the load (p·450 ≥ 5000 → 12 each, 24 slots) it still asks for three
         // times DS2's single worker.
-        assert_eq!(ds2::worker_count(&p, &stats, 5_000.0, &ds2_cfg), 1);
+        assert_eq!(ds2::worker_count(&p, &stats, 5_000.0, None, &ds2_cfg), 1);
         assert_eq!(worker_count(&p, &stats, 5_000.0, &zhang), 3);
     }
 

@@ -130,7 +130,8 @@ impl FlowNetwork {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clasp_core::rng::SplitMix64;
+    use clasp_core::rng::independent_stream;
+    use rand::RngExt;
 
     /// Brute force: the cheapest cut over every node set containing `s` and not `t`, and the
     /// union of all cheapest source sides.
@@ -158,14 +159,14 @@ mod tests {
     #[test]
     fn min_cut_value_and_maximal_side_match_brute_force() {
         for seed in 0..300 {
-            let mut rng = SplitMix64::derive(7, seed);
-            let n = 2 + rng.below(7) as usize;
+            let mut rng = independent_stream(7, seed);
+            let n = 2 + rng.random_range(0..7) as usize;
             let mut edges = Vec::new();
             for u in 0..n {
                 for v in 0..n {
-                    if u != v && rng.chance(0.35) {
+                    if u != v && rng.random_bool(0.35) {
                         // Small integers make ties frequent and sums exact.
-                        edges.push((u, v, rng.below(4) as f64));
+                        edges.push((u, v, rng.random_range(0..4) as f64));
                     }
                 }
             }

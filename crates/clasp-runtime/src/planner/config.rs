@@ -24,8 +24,12 @@ pub struct PlannerConfig {
     /// Most bytes of input records in chains not yet complete: the dispatcher waits beyond
     /// it, and the sources behind it.
     pub max_in_flight_bytes: u64,
-    /// How long a run that reached its duration waits for the chains in flight before it
-    /// stops and reports them as abandoned.
+    /// Whether a run's duration stops the run (`--duration`): the queued input is dropped and
+    /// the chains in flight get the drain grace. Otherwise only the input stops there (a rate
+    /// pattern's end) and the run drains what entered.
+    pub stop_at_duration: bool,
+    /// How long a run that was stopped waits for the chains in flight before it ends and
+    /// reports them as abandoned.
     pub drain_grace: std::time::Duration,
     /// Set (by a signal handler) to stop a run early as if it had reached its duration; the
     /// run's summary then says it was interrupted.
@@ -58,6 +62,7 @@ impl Default for PlannerConfig {
             max_request_bytes: 1 << 20,
             max_queued_bytes: 64 << 20,
             max_in_flight_bytes: 128 << 20,
+            stop_at_duration: false,
             drain_grace: std::time::Duration::from_secs(5),
             interrupt: std::sync::Arc::default(),
             stats_window_s: 10.0,

@@ -169,8 +169,8 @@ impl Planner {
         Ok(record)
     }
 
-    /// Runs the inputs through the cluster until they are exhausted and every chain completed,
-    /// or `duration` passed. `progress` is called every interval; `control` may change the
+    /// Runs the inputs through the cluster until they are exhausted and every chain completed;
+    /// the inputs stop once `duration` passed, and with `stop_at_duration` the run too. `progress` is called every interval; `control` may change the
     /// placement between intervals (the scaling controller).
     pub fn run(
         &mut self,
@@ -235,10 +235,12 @@ impl Planner {
                 next_tick = Instant::now() + interval;
             }
             let interrupted = self.shared.config.interrupt.load(Ordering::Acquire);
-            if stopped_at.is_none()
-                && (interrupted || duration.is_some_and(|d| started.elapsed() >= d))
-            {
+            let ended = duration.is_some_and(|d| started.elapsed() >= d);
+            if ended || interrupted {
                 stop.store(true, Ordering::Release);
+            }
+            if stopped_at.is_none() && (interrupted || ended && self.shared.config.stop_at_duration)
+            {
                 self.shared.discarding.store(true, Ordering::Release);
                 self.shared.chains_done.notify_all();
                 stopped_at = Some(Instant::now());

@@ -7,7 +7,7 @@ use crate::migration;
 use crate::request::{FULL_CREDIT, Request, split_credit};
 use crate::wire::{self, Message};
 use crate::worker::executor::now_ns;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::independent_stream;
 use clasp_core::sync::{lock, wait_timeout};
 use clasp_core::{Batch, Endpoint, Pipeline, WorkerId};
 use crossbeam_channel::Receiver;
@@ -33,7 +33,7 @@ pub(super) fn spawn_dispatcher(
             let p = shared.pipeline.clone();
             let entries = entries(&p);
             let not_a_worker = WorkerId(u32::MAX);
-            let mut rng = SplitMix64::derive(shared.config.settings.seed, 0xd15);
+            let mut rng = independent_stream(shared.config.settings.seed, 0xd15);
             let mut parts: Vec<(WorkerId, Request)> = Vec::new();
             let max_bytes = shared.config.max_in_flight_bytes;
             while let Ok(item) = queue.recv() {

@@ -8,7 +8,7 @@ use super::migrate::migrate;
 use crate::migration::MigrationData;
 use crate::wire::Message;
 use clasp_core::WorkerId;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::independent_stream;
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -35,7 +35,7 @@ pub(super) fn control_loop(
     tx: &Sender<Control>,
 ) -> Result<(), WorkerError> {
     let mut early: Vec<MigrationData> = Vec::new();
-    let mut rng = SplitMix64::derive(shared.settings.seed, u64::from(shared.me.0) << 16 | 0xc0de);
+    let mut rng = independent_stream(shared.settings.seed, u64::from(shared.me.0) << 16 | 0xc0de);
     while let Ok(event) = rx.recv() {
         match event {
             Control::Planner(Message::Shutdown) => return Ok(()),

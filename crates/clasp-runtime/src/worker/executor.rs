@@ -16,8 +16,9 @@ use crate::service;
 use crate::wire::{CreditReturn, Message};
 use crate::worker::scheduler::Next;
 use clasp_core::operator::Rejections;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_core::{Batch, Emitter, Endpoint, OperatorId, SinkId, StreamId, WorkerId};
+use rand::SeedableRng;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -70,7 +71,7 @@ pub struct Outbox {
     shared: Arc<WorkerShared>,
     counters: Arc<ExecCounters>,
     routing: Arc<Routing>,
-    rng: SplitMix64,
+    rng: SeededRng,
     batch_size: usize,
     // The request being executed.
     op: OperatorId,
@@ -127,7 +128,7 @@ impl Outbox {
             shared,
             counters,
             routing,
-            rng: SplitMix64::new(seed),
+            rng: SeededRng::seed_from_u64(seed),
             op: OperatorId(0),
             chain: 0,
             ports: Vec::new(),

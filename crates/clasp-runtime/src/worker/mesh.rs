@@ -6,7 +6,7 @@ use super::control::Control;
 use crate::net::{self, Link};
 use crate::wire::{self, FrameReader, Hello, Limits, Message, Role};
 use clasp_core::WorkerId;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::independent_stream;
 use clasp_core::sync::{lock, read, write};
 use clasp_wire::Conn;
 use crossbeam_channel::Sender;
@@ -48,7 +48,7 @@ pub(super) fn spawn_peer_receiver(
     control: Sender<Control>,
 ) {
     let s = shared.clone();
-    let mut rng = SplitMix64::derive(shared.settings.seed, u64::from(shared.me.0) << 16 | 0xfeed);
+    let mut rng = independent_stream(shared.settings.seed, u64::from(shared.me.0) << 16 | 0xfeed);
     let name = match peer {
         Some(p) => format!("w{}-from-{p}", shared.me),
         None => format!("w{}-from-planner", shared.me),

@@ -7,7 +7,7 @@ use crate::migration::{self, MigrationData, MigrationDone, MigrationOrder, State
 use crate::request::Request;
 use crate::routing::Routing;
 use crate::wire::Message;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_core::state::DetachedGroup;
 use clasp_core::{KeyGroup, OperatorId, WorkerId};
 use crossbeam_channel::Receiver;
@@ -17,27 +17,32 @@ use std::time::{Duration, Instant};
 
 /// This worker's side of a migration (see [`crate::migration`]).
 ///
-/// Outgoing key groups are detached in O(1) per group while paused and encoded afterwards; a
-/// worker that expects nothing resumes before encoding. Incoming groups are staged as they
-/// arrive and decoded on first access or right after resuming, so a receiver's pause is the
-/// wait for its senders' messages. The completion goes to the planner once the worker has
-/// resumed and sent what it owes; decoding staged groups goes on after it.
+/// The pause is short and does not grow with what moves or what is queued: running executions
+/// finish, the key groups this worker takes over are gated, the new routing is installed, the
+/// queue is taken out and outgoing groups are detached in O(1) each — then the worker resumes.
+/// Re-routing the queue (keyed operators' new records wait meanwhile), encoding and sending
+/// what each peer is owed come after; so does waiting for what peers send: each sender's
+/// message opens its groups, and only their records waited. Incoming groups are
+/// staged as they arrive and decoded on first access or right after. The completion goes to
+/// the planner once every expected message arrived.
 pub(super) fn migrate(
     shared: &Arc<WorkerShared>,
     order: MigrationOrder,
     rx: &Receiver<Control>,
     early: &mut Vec<MigrationData>,
-    rng: &mut SplitMix64,
+    rng: &mut SeededRng,
 ) {
     let started = Instant::now();
     let me = shared.me;
+    let expected = order.part.receive_from.clone();
     shared.sched.pause_and_drain();
+    let incoming = incoming_groups(&shared.routing(), &order, me, &expected);
+    let gated: Vec<(OperatorId, KeyGroup)> = incoming.iter().map(|&(op, g, _)| (op, g)).collect();
+    shared.sched.close_gate(shared.pipeline.operators.len(), order.routing.keys.groups, &gated);
     let (routing, held) = shared.install(order.routing);
     let mut queued = shared.sched.take_all();
-    queued.extend(held);
-    let (mut keep, mut to_peer) = route_queued(queued, &routing, me, rng);
     let mut done = MigrationDone { epoch: order.epoch, worker: me, ..MigrationDone::default() };
-    let outgoing: Vec<_> = order
+    let detached: Vec<_> = order
         .part
         .send_to
         .iter()
@@ -48,45 +53,54 @@ pub(super) fn migrate(
                 .flat_map(|gm| gm.groups.iter().map(move |&g| (gm.operator, g)))
                 .map(|(op, g)| (op, g, shared.stores[op.index()].detach_group(g)))
                 .collect();
-            (t.peer, groups, to_peer.remove(&t.peer).unwrap_or_default())
+            (t.peer, groups)
         })
         .collect();
-    let expected = order.part.receive_from.clone();
-    let mut resumed = false;
-    if expected.is_empty() {
-        shared.sched.push_many(std::mem::take(&mut keep));
-        shared.sched.resume(shared.limits(&routing));
-        done.pause_us = started.elapsed().as_micros() as u64;
-        resumed = true;
+    // The queued requests of keyed operators are re-routed after resuming; until then their
+    // operators' new records wait, so none overtakes an older one of its key.
+    let stale: Vec<OperatorId> = (0..queued.len())
+        .map(OperatorId::from)
+        .filter(|&op| routing.is_keyed(op) && !queued[op.index()].is_empty())
+        .chain(held.iter().map(|r| r.op).filter(|&op| routing.is_keyed(op)))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if let Some(q) = queued.first_mut() {
+        // Held requests are newer than anything queued: they go last, whichever queue.
+        q.extend(held);
     }
+    shared.sched.close_operators(&stale);
+    shared.sched.resume(shared.limits(&routing));
+    done.pause_us = started.elapsed().as_micros() as u64;
+    let (keep, mut to_peer) = route_queued(queued, &routing, me, rng);
+    shared.sched.open_operators(&stale, keep);
+    let outgoing: Vec<Owed> = detached
+        .into_iter()
+        .map(|(peer, groups)| (peer, groups, to_peer.remove(&peer).unwrap_or_default()))
+        .collect();
     let emptied = ship(shared, order.epoch, outgoing, &mut done);
     // Requests for peers the plan does not name (routed under an older epoch) are forwarded.
     for (w, reqs) in to_peer {
         shared.send_to_peer(w, Message::Requests(reqs));
     }
     let wait_started = Instant::now();
-    let arrived = await_peers(shared, order.epoch, &expected, rx, early, &mut done);
+    let mut staged = Vec::new();
+    let mut open = |d: MigrationData| {
+        let MigrationData { from, groups, requests, .. } = d;
+        for g in groups {
+            shared.stores[g.op.index()].stage_group(g.group, g.bytes, g.keys as usize);
+            staged.push((g.op, g.group, from));
+        }
+        let from_sender: Vec<(OperatorId, KeyGroup)> =
+            incoming.iter().filter(|x| x.2 == from).map(|&(op, g, _)| (op, g)).collect();
+        shared.sched.open_gate(&from_sender, requests);
+    };
+    await_peers(shared, order.epoch, &expected, rx, early, &mut done, &mut open);
+    // A sender that never delivered leaves the migration failed; its groups open so nothing
+    // waits for them forever.
+    shared.sched.open_gate(&gated, Vec::new());
     done.wait_us = wait_started.elapsed().as_micros() as u64;
     done.waited_for = expected;
-    let mut staged = Vec::new();
-    let mut migrated = Vec::new();
-    for d in arrived {
-        for g in d.groups {
-            shared.stores[g.op.index()].stage_group(g.group, g.bytes, g.keys as usize);
-            staged.push((g.op, g.group, d.from));
-        }
-        migrated.extend(d.requests);
-    }
-    if !resumed {
-        // Requests handed over were queued before anything that reached this worker directly
-        // under the new epoch: they go first, so each key keeps its order.
-        shared.sched.push_front_many(migrated);
-        shared.sched.push_many(keep);
-        shared.sched.resume(shared.limits(&routing));
-        done.pause_us = started.elapsed().as_micros() as u64;
-    } else {
-        shared.sched.push_front_many(migrated);
-    }
     shared.planner.send(Message::MigrationDone(done));
     drop(emptied);
     for (op, g, from) in staged {
@@ -96,6 +110,30 @@ pub(super) fn migrate(
             );
         }
     }
+}
+
+/// The key groups `me` takes over from the peers in `expected`, with their previous owners:
+/// those it owns under the order's routing and did not own under `old`.
+fn incoming_groups(
+    old: &Routing,
+    order: &MigrationOrder,
+    me: WorkerId,
+    expected: &[WorkerId],
+) -> Vec<(OperatorId, KeyGroup, WorkerId)> {
+    let old_keys = &old.plan().keys;
+    let new_keys = &order.routing.keys;
+    let mut groups = Vec::new();
+    for (o, owners) in new_keys.owners.iter().enumerate() {
+        let op = OperatorId::from(o);
+        for (g, &owner) in owners.iter().enumerate() {
+            let group = KeyGroup(g as u32);
+            let Some(before) = old_keys.owner(op, group) else { continue };
+            if owner == me && before != me && expected.contains(&before) {
+                groups.push((op, group, before));
+            }
+        }
+    }
+    groups
 }
 
 /// What one peer is owed: its key groups, detached from this worker's stores, and the queued
@@ -173,14 +211,14 @@ fn ship_to_peer(
 
 /// Queued requests under the new routing: those this worker keeps, and those for each peer.
 fn route_queued(
-    queued: Vec<Request>,
+    queued: Vec<std::collections::VecDeque<Request>>,
     routing: &Routing,
     me: WorkerId,
-    rng: &mut SplitMix64,
+    rng: &mut SeededRng,
 ) -> (Vec<Request>, HashMap<WorkerId, Vec<Request>>) {
     let mut keep = Vec::new();
     let mut to_peer: HashMap<WorkerId, Vec<Request>> = HashMap::new();
-    for r in queued {
+    for r in queued.into_iter().flatten() {
         for (w, part) in migration::reroute(r, routing, me, rng) {
             if w == me {
                 keep.push(part);
@@ -193,7 +231,8 @@ fn route_queued(
 }
 
 /// Waits for the migration messages of every peer in `expected` (some may have arrived
-/// early); a lost peer or a timeout is recorded in `done`.
+/// early), handing each to `arrived` as it comes; a lost peer or a timeout is recorded in
+/// `done`.
 fn await_peers(
     shared: &Arc<WorkerShared>,
     epoch: u64,
@@ -201,14 +240,23 @@ fn await_peers(
     rx: &Receiver<Control>,
     early: &mut Vec<MigrationData>,
     done: &mut MigrationDone,
-) -> Vec<MigrationData> {
-    let (mut arrived, rest): (Vec<_>, Vec<_>) = early.drain(..).partition(|d| d.epoch == epoch);
+    arrived: &mut impl FnMut(MigrationData),
+) {
+    let (now, rest): (Vec<_>, Vec<_>) = early.drain(..).partition(|d| d.epoch == epoch);
     *early = rest;
+    let mut got: Vec<WorkerId> = Vec::new();
+    for d in now {
+        got.push(d.from);
+        arrived(d);
+    }
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !expected.iter().all(|w| arrived.iter().any(|d| d.from == *w)) {
+    while !expected.iter().all(|w| got.contains(w)) {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(Control::Data(d)) if d.epoch == epoch => arrived.push(*d),
+            Ok(Control::Data(d)) if d.epoch == epoch => {
+                got.push(d.from);
+                arrived(*d);
+            }
             Ok(Control::Data(d)) => early.push(*d),
             Ok(Control::PeerUp(_)) => {
                 shared.planner.send(Message::MeshReady(connected_peers(shared)));
@@ -219,16 +267,12 @@ fn await_peers(
             }
             Ok(other) => tracing::debug!("worker {}: during migration: {other:?}", shared.me),
             Err(_) => {
-                let missing: Vec<String> = expected
-                    .iter()
-                    .filter(|w| !arrived.iter().any(|d| d.from == **w))
-                    .map(ToString::to_string)
-                    .collect();
+                let missing: Vec<String> =
+                    expected.iter().filter(|w| !got.contains(w)).map(ToString::to_string).collect();
                 done.error =
                     Some(format!("no migration data from {} after 60 s", missing.join(", ")));
                 break;
             }
         }
     }
-    arrived
 }

@@ -14,6 +14,7 @@
 mod bootstrap;
 mod control;
 pub mod executor;
+mod gate;
 mod mesh;
 mod migrate;
 mod monitor;
@@ -28,7 +29,7 @@ use crate::request::Request;
 use crate::routing::{Routing, RoutingPlan};
 use crate::wire::{Message, WorkerSettings};
 use clasp_core::operator::Rejections;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_core::state::StateStore;
 use clasp_core::sync::{lock, read, write};
 use clasp_core::{DynOperator, OperatorId, Pipeline, WorkerId};
@@ -113,7 +114,7 @@ impl WorkerShared {
     /// Accepts requests that arrived from the planner or a peer: requests routed under a newer
     /// epoch wait until this worker has it; those routed under an older epoch are re-routed
     /// (forwarded when they belong elsewhere now); the rest are queued.
-    fn admit(&self, reqs: Vec<Request>, rng: &mut SplitMix64) {
+    fn admit(&self, reqs: Vec<Request>, rng: &mut SeededRng) {
         let mut routing = self.routing();
         let mut local = Vec::with_capacity(reqs.len());
         for r in reqs {

@@ -5,10 +5,12 @@
 //! plan gives this worker), so one operator cannot take every slot. An executor that produced
 //! a chained request for its own worker runs it next itself when the operator has a free
 //! instance, without touching the queue or its lock (work-first: chains run depth-first).
-//! Migration pauses the queue, waits for running executions, and takes the queued requests out.
+//! Migration pauses the queue, waits for running executions, and takes the queued requests out;
+//! key groups taken over wait behind a [`Gate`] until their state arrives, without pausing.
 
+use super::gate::Gate;
 use crate::request::Request;
-use clasp_core::OperatorId;
+use clasp_core::{KeyGroup, OperatorId};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -25,6 +27,19 @@ struct Inner {
     queued: usize,
     shutdown: bool,
     idle_executors: u32,
+    gate: Gate,
+}
+
+impl Inner {
+    /// Queues `r` at the back (what the gate lets through of it); returns whether it queued.
+    fn enqueue(&mut self, r: Request, now: Instant, waiting: &[Padded]) -> bool {
+        let Some(mut r) = self.gate.admit(r) else { return false };
+        r.enqueued = Some(now);
+        waiting[r.op.index()].0.fetch_add(1, Ordering::Relaxed);
+        self.queues[r.op.index()].push_back(r);
+        self.queued += 1;
+        true
+    }
 }
 
 /// The queue shared by the receivers, the executors and the migration handler.
@@ -46,6 +61,8 @@ pub struct Scheduler {
     waiting: Box<[Padded]>,
     limits: Box<[AtomicU32]>,
     paused: AtomicBool,
+    /// Whether some key group is gated (read without the lock on the work-first path).
+    gated: AtomicBool,
     cores: u32,
     on_cpu: AtomicU32,
 }
@@ -75,6 +92,7 @@ impl Scheduler {
                 queued: 0,
                 shutdown: false,
                 idle_executors: 0,
+                gate: Gate::default(),
             }),
             work: Condvar::new(),
             drained: Condvar::new(),
@@ -82,6 +100,7 @@ impl Scheduler {
             waiting: (0..ops).map(|_| Padded::default()).collect(),
             limits: limits.into_iter().map(AtomicU32::new).collect(),
             paused: AtomicBool::new(false),
+            gated: AtomicBool::new(false),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
             on_cpu: AtomicU32::new(0),
         }
@@ -138,13 +157,9 @@ impl Scheduler {
     fn push_stamped(&self, reqs: impl IntoIterator<Item = Request>, now: Instant) {
         let mut g = self.lock();
         let mut n = 0;
-        for mut r in reqs {
-            r.enqueued = Some(now);
-            self.waiting[r.op.index()].0.fetch_add(1, Ordering::Relaxed);
-            g.queues[r.op.index()].push_back(r);
-            n += 1;
+        for r in reqs {
+            n += usize::from(g.enqueue(r, now, &self.waiting));
         }
-        g.queued += n;
         let wake = self.wakes(g.idle_executors, n);
         drop(g);
         for _ in 0..wake {
@@ -152,18 +167,71 @@ impl Scheduler {
         }
     }
 
-    /// Puts requests at the front of their operators' queues, in the given order (requests
-    /// handed over in a migration, older than anything queued here).
-    pub fn push_front_many(&self, reqs: Vec<Request>) {
+    /// Gates `groups`: their records wait aside from now on (a migration hands them to this
+    /// worker; their state has not arrived yet).
+    pub fn close_gate(&self, ops: usize, group_count: u32, groups: &[(OperatorId, KeyGroup)]) {
+        if groups.is_empty() {
+            return;
+        }
+        let mut g = self.lock();
+        g.gate.close(ops, group_count, groups);
+        self.gated.store(true, Ordering::SeqCst);
+    }
+
+    /// Gates every key group of `ops` while their queued requests are re-routed.
+    pub fn close_operators(&self, ops: &[OperatorId]) {
+        if ops.is_empty() {
+            return;
+        }
+        let mut g = self.lock();
+        let count = g.queues.len();
+        g.gate.close_operators(count, ops);
+        self.gated.store(true, Ordering::SeqCst);
+    }
+
+    /// Opens what [`Self::close_operators`] closed: `older`, the re-routed requests this worker
+    /// keeps, go to the front of their queues in order (what a still gated group's records
+    /// are waits on), then the records that waited meanwhile.
+    pub fn open_operators(&self, ops: &[OperatorId], older: Vec<Request>) {
         let now = Instant::now();
         let mut g = self.lock();
-        let n = reqs.len();
+        let released = g.gate.open_operators(ops);
+        let older: Vec<Request> = older.into_iter().filter_map(|r| g.gate.admit(r)).collect();
+        self.push_front_locked(&mut g, older, now);
+        for r in released {
+            g.enqueue(r, now, &self.waiting);
+        }
+        if g.gate.is_open() {
+            self.gated.store(false, Ordering::SeqCst);
+        }
+        drop(g);
+        self.work.notify_all();
+    }
+
+    /// Puts `reqs` at the front of their queues, in the given order.
+    fn push_front_locked(&self, g: &mut Inner, reqs: Vec<Request>, now: Instant) {
+        g.queued += reqs.len();
         for mut r in reqs.into_iter().rev() {
             r.enqueued = Some(now);
             self.waiting[r.op.index()].0.fetch_add(1, Ordering::Relaxed);
             g.queues[r.op.index()].push_front(r);
         }
-        g.queued += n;
+    }
+
+    /// Opens `groups` (their state is installed): `handed_over`, the requests their previous
+    /// owner had queued, go to the front of their queues in order, older than anything queued
+    /// here; then the records that waited for the groups, in arrival order.
+    pub fn open_gate(&self, groups: &[(OperatorId, KeyGroup)], handed_over: Vec<Request>) {
+        let now = Instant::now();
+        let mut g = self.lock();
+        let released = g.gate.open(groups);
+        if g.gate.is_open() {
+            self.gated.store(false, Ordering::SeqCst);
+        }
+        self.push_front_locked(&mut g, handed_over, now);
+        for r in released {
+            g.enqueue(r, now, &self.waiting);
+        }
         drop(g);
         self.work.notify_all();
     }
@@ -199,13 +267,8 @@ impl Scheduler {
             self.on_cpu.fetch_sub(1, Ordering::Relaxed);
         }
         let mut g = self.lock();
-        if !children.is_empty() {
-            g.queued += children.len();
-            for mut r in children.drain(..) {
-                r.enqueued = Some(now);
-                self.waiting[r.op.index()].0.fetch_add(1, Ordering::Relaxed);
-                g.queues[r.op.index()].push_back(r);
-            }
+        for r in children.drain(..) {
+            g.enqueue(r, now, &self.waiting);
         }
         let mut flushed = false;
         let mut slept = false;
@@ -251,6 +314,7 @@ impl Scheduler {
         if !alone
             || self.waiting[op].0.load(Ordering::Acquire) > 0
             || self.paused.load(Ordering::SeqCst)
+            || self.gated.load(Ordering::SeqCst)
             || !self.try_reserve(op)
         {
             return None;
@@ -300,12 +364,13 @@ impl Scheduler {
         }
     }
 
-    /// Removes and returns every queued request (the queue must be paused).
-    pub fn take_all(&self) -> Vec<Request> {
+    /// Removes and returns every queued request, one queue per operator, in O(operators)
+    /// (the queue must be paused).
+    pub fn take_all(&self) -> Vec<VecDeque<Request>> {
         let mut g = self.lock();
         g.queued = 0;
         self.waiting.iter().for_each(|w| w.0.store(0, Ordering::Relaxed));
-        g.queues.iter_mut().flat_map(|q| q.drain(..)).collect()
+        g.queues.iter_mut().map(std::mem::take).collect()
     }
 
     /// Sets new instance limits and resumes.
@@ -402,7 +467,7 @@ mod tests {
         assert_eq!(s.load(), (1, 2));
         s.done(OperatorId(1));
         s.done(OperatorId(1));
-        assert_eq!(s.take_all().len(), 1);
+        assert_eq!(s.take_all().iter().map(VecDeque::len).sum::<usize>(), 1);
         assert_eq!(s.load(), (0, 0));
     }
 
@@ -443,7 +508,7 @@ mod tests {
         });
         s.pause_and_drain();
         assert_eq!(s.load().1, 0);
-        assert_eq!(s.take_all().len(), 2);
+        assert_eq!(s.take_all().iter().map(VecDeque::len).sum::<usize>(), 2);
         t.join().unwrap();
         s.shutdown();
         assert!(matches!(s.next(|| {}), Next::Shutdown));

@@ -1,13 +1,13 @@
 //! Running a benchmark application on a cluster of worker threads (loopback TCP) and turning
 //! what it produced — sink records and the final keyed state — into a reference
-//! [`Outcome`], so it can be checked against `clasp_apps::reference::expected`.
+//! [`Outcome`], so it can be checked against `clasp_reference::expected`.
 
 use super::{config, placement_of, threads, unthrottled};
 use clasp_apps::inputs::SourceLines;
-use clasp_apps::reference::Outcome;
 use clasp_core::placement::Placement;
 use clasp_core::sync::lock;
 use clasp_core::{Batch, Pipeline};
+use clasp_reference::Outcome;
 use clasp_runtime::cluster::{Cluster, contiguous_keys, spread};
 use clasp_runtime::planner::SinkOutput;
 use clasp_runtime::planner::stats::RunSummary;

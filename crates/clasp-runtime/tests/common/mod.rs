@@ -4,11 +4,12 @@
 pub mod apps;
 
 use clasp_core::input::MemoryLines;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_core::{Pipeline, SourceId};
 use clasp_runtime::cluster::{Cluster, Launch, contiguous_keys, spread};
 use clasp_runtime::planner::{DiscardSink, Input, PlannerConfig};
 use clasp_runtime::routing::RoutingPlan;
+use rand::{RngExt, SeedableRng};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,20 +23,20 @@ pub fn pipeline(name: &str) -> Pipeline {
 pub fn corpus(seed: u64, lines: usize) -> Vec<Vec<u8>> {
     let vocab: Vec<String> = (0..2000).map(|i| format!("w{i}")).collect();
     let extras = ["The", "CAT", "naïve", "x-ray", "o'clock", "Straße"];
-    let mut rng = SplitMix64::new(seed);
+    let mut rng = SeededRng::seed_from_u64(seed);
     (0..lines)
         .map(|_| {
-            let n = 1 + rng.below(19) as usize;
+            let n = 1 + rng.random_range(0..19) as usize;
             let mut line = String::new();
             for i in 0..n {
                 if i > 0 {
-                    line.push_str(if rng.chance(0.1) { ", " } else { " " });
+                    line.push_str(if rng.random_bool(0.1) { ", " } else { " " });
                 }
-                if rng.chance(0.05) {
-                    line.push_str(extras[rng.below(extras.len() as u64) as usize]);
+                if rng.random_bool(0.05) {
+                    line.push_str(extras[rng.random_range(0..extras.len() as u64) as usize]);
                 } else {
                     // Zipf-like: rank ~ 1/u.
-                    let r = ((1.0 / (rng.next_f64() + 1e-3)) as usize).min(vocab.len() - 1);
+                    let r = ((1.0 / (rng.random::<f64>() + 1e-3)) as usize).min(vocab.len() - 1);
                     line.push_str(&vocab[r]);
                 }
             }

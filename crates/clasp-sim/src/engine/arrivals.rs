@@ -3,6 +3,9 @@
 use super::Simulation;
 use crate::config::Arrivals;
 use crate::events::{Nanos, Req, ns_to_s, s_to_ns};
+use rand::RngExt;
+use rand_distr::Exp1;
+use rand_distr::weighted::WeightedIndex;
 
 impl Simulation<'_> {
     /// When the input after one arriving at `from` arrives, if the pattern offers another.
@@ -27,7 +30,7 @@ impl Simulation<'_> {
                 t = stage_end?;
                 continue;
             }
-            let next = t + self.arrival_rng.exponential(1.0 / rate);
+            let next = t + self.arrival_rng.sample::<f64, _>(Exp1) / rate;
             match stage_end {
                 Some(end) if next >= end => t = end,
                 _ => return Some(next),
@@ -49,8 +52,7 @@ impl Simulation<'_> {
         let s = if sources.len() == 1 {
             0
         } else {
-            let weights: Vec<f64> = sources.iter().map(|s| s.weight).collect();
-            self.rng.weighted(&weights)
+            WeightedIndex::new(sources.iter().map(|s| s.weight)).map_or(0, |w| self.rng.sample(w))
         };
         let entries = &self.model.sources[s].entries;
         let chain = self.chains.open(now, entries.len() as u32);

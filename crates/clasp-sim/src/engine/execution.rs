@@ -6,7 +6,9 @@ use crate::events::{Delivery, Req, us_to_ns};
 use crate::model::{EdgeModel, Model};
 use crate::routing::Routing;
 use crate::worker::{Job, Phase};
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
+use rand::{Rng, RngExt, SeedableRng};
+use rand_distr::{Exp1, LogNormal};
 
 impl Simulation<'_> {
     /// A request reaches worker `d.to`.
@@ -136,17 +138,13 @@ impl Simulation<'_> {
 
 /// Draws one execution time around `mean` (µs).
 #[inline]
-pub(crate) fn draw_service(mean: f64, dist: ServiceDist, rng: &mut SplitMix64) -> f64 {
+pub(crate) fn draw_service(mean: f64, dist: ServiceDist, rng: &mut SeededRng) -> f64 {
     match dist {
         ServiceDist::Deterministic => mean,
-        ServiceDist::Exponential => rng.exponential(mean),
+        ServiceDist::Exponential => rng.sample::<f64, _>(Exp1) * mean,
+        // ln X ~ N(μ, σ²) with σ² = ln(1 + cv²) and μ = ln(mean) − σ²/2.
         ServiceDist::LogNormal { cv } => {
-            // ln X ~ N(μ, σ²) with σ² = ln(1 + cv²) and μ = ln(mean) − σ²/2.
-            let s2 = (1.0 + cv * cv).ln();
-            let u1 = 1.0 - rng.next_f64();
-            let u2 = rng.next_f64();
-            let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-            mean * (z * s2.sqrt() - s2 / 2.0).exp()
+            LogNormal::from_mean_cv(mean, cv).map_or(mean, |d| rng.sample(d))
         }
     }
 }
@@ -167,12 +165,12 @@ pub(crate) fn for_each_child(
     if edges.is_empty() {
         return;
     }
-    let mut rng = SplitMix64::new(seed);
+    let mut rng = SeededRng::seed_from_u64(seed);
     for e in edges {
         let whole = e.mean.trunc();
         let frac = e.mean - whole;
         let mut n = whole as u32;
-        if frac > 0.0 && rng.next_f64() < frac {
+        if frac > 0.0 && rng.random::<f64>() < frac {
             n += 1;
         }
         let to = usize::from(e.to);
@@ -195,7 +193,7 @@ mod tests {
 
     #[test]
     fn service_draws_have_their_means() {
-        let mut rng = SplitMix64::new(9);
+        let mut rng = SeededRng::seed_from_u64(9);
         let n = 200_000;
         for dist in [ServiceDist::Exponential, ServiceDist::LogNormal { cv: 0.5 }] {
             let mean: f64 =

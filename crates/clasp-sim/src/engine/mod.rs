@@ -27,7 +27,7 @@ use crate::worker::{Counters, Job, Worker};
 use clasp_core::Pipeline;
 use clasp_core::pattern::RatePattern;
 use clasp_core::placement::Placement;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::{SeededRng, independent_stream};
 use clasp_plan::autoscaler::{Autoscaler, AutoscalerConfig, plan_rescale};
 use clasp_plan::estimator::{Estimator, EstimatorConfig, Observation};
 use clasp_plan::keys::{assign_keys, remap_workers};
@@ -81,8 +81,8 @@ pub struct Simulation<'p> {
     pub(crate) previous: Option<Routing>,
     planner: Planner,
     chains: Chains,
-    pub(crate) rng: SplitMix64,
-    arrival_rng: SplitMix64,
+    pub(crate) rng: SeededRng,
+    arrival_rng: SeededRng,
     worker_min: (Nanos, usize),
     worker_min_stale: bool,
     done: Vec<Job>,
@@ -181,8 +181,8 @@ impl<'p> Simulation<'p> {
             previous: None,
             planner: Planner::new(cfg.planner_queue, cfg.max_in_flight, unthrottled),
             chains: Chains::default(),
-            rng: SplitMix64::derive(cfg.seed, 0x6469_7370),
-            arrival_rng: SplitMix64::derive(cfg.seed, 0x6172_7276),
+            rng: independent_stream(cfg.seed, 0x6469_7370),
+            arrival_rng: independent_stream(cfg.seed, 0x6172_7276),
             worker_min: (Nanos::MAX, 0),
             worker_min_stale: false,
             done: Vec::new(),

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod bounds;
 pub mod check;
 pub mod cut;
+pub mod duration;
 pub mod edge;
 pub mod r#gen;
 pub mod plan;

@@ -17,7 +17,7 @@ pub struct Args {
     /// Input rate to sustain, in requests per second (> 0).
     #[arg(long, value_parser = super::bounds::parse_rate, allow_negative_numbers = true)]
     pub rate: f64,
-    /// Scaling policy: clasp or static.
+    /// Scaling policy: clasp, faasflow, zhang24, ds2, flink, faasflow-sp, zhang24-sp or static.
     #[arg(long, default_value = "clasp")]
     pub policy: Policy,
     /// Worker limit (default 10).

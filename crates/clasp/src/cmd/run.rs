@@ -45,11 +45,12 @@ pub struct Args {
     /// How the rate varies: constant, unthrottled, burst, gradual or trace:FILE.
     #[arg(long, default_value = "constant")]
     pub pattern: String,
-    /// Stop feeding input after this long (e.g. 30s, 2m); default: when the input or the
-    /// pattern ends.
-    #[arg(long, value_parser = parse_duration)]
+    /// Stop the run after this long (e.g. 30s, 2m, or seconds): queued input is dropped and
+    /// the chains in flight get a grace of 5 s, both reported; default: when the input or the
+    /// pattern ends and every chain completed.
+    #[arg(long, value_parser = super::duration::parse)]
     pub duration: Option<Duration>,
-    /// Scaling policy: clasp, faasflow, zhang24, ds2, faasflow-sp, zhang24-sp or static.
+    /// Scaling policy: clasp, faasflow, zhang24, ds2, flink, faasflow-sp, zhang24-sp or static.
     #[arg(long, default_value = "static")]
     pub policy: Policy,
     /// Most workers a policy may use.
@@ -108,14 +109,14 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub warmup: u64,
     /// Time before the first scaling decision.
-    #[arg(long, default_value = "2s", value_parser = parse_duration_or_zero)]
+    #[arg(long, default_value = "2s", value_parser = super::duration::parse_or_zero)]
     pub warmup_time: Duration,
     /// A backlog is sized to drain within this time after a load jump (0s: size for the rate
     /// alone, as the paper does).
-    #[arg(long, default_value = "10s", value_parser = parse_duration_or_zero)]
+    #[arg(long, default_value = "10s", value_parser = super::duration::parse_or_zero)]
     pub catch_up: Duration,
     /// A scale-in goes ahead only if it is still decided this long after it first was.
-    #[arg(long, default_value = "5s", value_parser = parse_duration_or_zero)]
+    #[arg(long, default_value = "5s", value_parser = super::duration::parse_or_zero)]
     pub scale_in_delay: Duration,
     /// Seconds during which a decision undoing the last one is held back.
     #[arg(long, default_value_t = 10.0)]
@@ -134,33 +135,6 @@ pub struct Args {
     /// The cluster secret and TLS (`clasp run` makes a secret for its own cluster).
     #[command(flatten)]
     pub security: super::security::SecurityArgs,
-}
-
-/// A duration that may be zero (`0s` turns the setting off).
-fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
-    if s.trim().trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse::<f64>() == Ok(0.0) {
-        return Ok(Duration::ZERO);
-    }
-    parse_duration(s)
-}
-
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (num, unit) = s
-        .trim()
-        .split_at(s.trim().find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.trim().len()));
-    let v: f64 =
-        num.parse().map_err(|_| format!("`{s}` is not a duration (e.g. 30s, 500ms, 2m)"))?;
-    let secs = match unit {
-        "" | "s" => v,
-        "ms" => v / 1e3,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => return Err(format!("`{s}`: unknown unit `{unit}` (use ms, s, m or h)")),
-    };
-    if !(secs.is_finite() && secs > 0.0) {
-        return Err(format!("`{s}` must be a positive duration"));
-    }
-    bounds::duration_of_seconds(&format!("`{s}`"), secs)
 }
 
 fn parse_rule(s: &str) -> Result<TriggerRule, String> {
@@ -435,6 +409,8 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     let mut planner = PlannerConfig {
         listen: args.listen.clone(),
         batch_size: args.batch,
+        // --duration ends the run; a pattern's end only the input.
+        stop_at_duration: args.duration.is_some(),
         security,
         ..PlannerConfig::default()
     };

@@ -20,7 +20,7 @@ pub struct Args {
     /// Run CLASP's placement over exactly this many workers for the whole run.
     #[arg(long, value_parser = parse_workers)]
     pub workers: Option<u32>,
-    /// Start on one worker and scale with this policy: clasp, faasflow, zhang24, ds2,
+    /// Start on one worker and scale with this policy: clasp, faasflow, zhang24, ds2, flink,
     /// faasflow-sp, zhang24-sp or static.
     #[arg(long)]
     pub policy: Option<Policy>,
@@ -31,8 +31,9 @@ pub struct Args {
     /// gradual.
     #[arg(long, value_parser = super::bounds::parse_rate, allow_negative_numbers = true)]
     pub rate: Option<f64>,
-    /// Simulated seconds (default: the pattern's length, else 60).
-    #[arg(long, value_parser = parse_seconds)]
+    /// Simulated time, in seconds or with a unit (e.g. 120s, 2m; default: the pattern's
+    /// length, else 60 s).
+    #[arg(long, value_parser = super::duration::seconds)]
     pub duration: Option<f64>,
     /// Seconds at the start that are not measured (default 5, 0 with --policy).
     #[arg(long, value_parser = parse_non_negative)]
@@ -77,15 +78,6 @@ fn parse_workers(s: &str) -> Result<u32, String> {
         }
         Ok(n) => Ok(n),
         Err(_) => Err(format!("`{s}` is not a worker count; give a whole number >= 1")),
-    }
-}
-
-fn parse_seconds(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(x) if x.is_finite() && x > 0.0 => {
-            super::bounds::duration_of_seconds(&format!("`{s}`"), x).map(|_| x)
-        }
-        _ => Err(format!("`{s}` is not a duration; give seconds > 0")),
     }
 }
 

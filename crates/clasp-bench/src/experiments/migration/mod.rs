@@ -58,12 +58,16 @@ pub struct RuntimeSettings {
     pub keys: Count<1, 10_000_000>,
     /// Runs of every transition sequence, seeds S, S+1, …
     pub repeats: Count<1, 100>,
+    /// Requests queued at the workers when each transition starts (0: a moderate input,
+    /// nothing queued): counting is slowed down and the input unthrottled until the queues
+    /// hold this many.
+    pub queued: Count<0, 1_000_000>,
 }
 
 impl RuntimeSettings {
-    /// 40,000 keys, 3 runs (quick: 1).
+    /// 40,000 keys, 3 runs (quick: 1), nothing queued.
     pub fn preset(quick: bool) -> Self {
-        Self { keys: Count(40_000), repeats: Count(if quick { 1 } else { 3 }) }
+        Self { keys: Count(40_000), repeats: Count(if quick { 1 } else { 3 }), queued: Count(0) }
     }
 }
 

@@ -9,18 +9,19 @@ use crate::settings::Scope;
 use crate::{BenchError, Options};
 use clasp_core::SourceId;
 use clasp_core::input::MemoryLines;
-use clasp_core::rng::SplitMix64;
+use clasp_core::rng::SeededRng;
 use clasp_plan::keys::assign_keys;
 use clasp_runtime::cluster::{Cluster, spread};
 use clasp_runtime::planner::stats::MigrationRecord;
 use clasp_runtime::planner::{DiscardSink, Input, PlannerConfig};
 use clasp_runtime::routing::RoutingPlan;
 use clasp_runtime::scaling::ScalingLoop;
+use rand::{RngExt, SeedableRng};
 use std::sync::Arc;
 
 /// Lines of 10 words drawn uniformly from `keys` distinct words, so every key is seen.
 fn lines(keys: u64, n: usize, seed: u64) -> Arc<Vec<Vec<u8>>> {
-    let mut rng = SplitMix64::new(seed);
+    let mut rng = SeededRng::seed_from_u64(seed);
     Arc::new(
         (0..n)
             .map(|i| {
@@ -28,7 +29,11 @@ fn lines(keys: u64, n: usize, seed: u64) -> Arc<Vec<Vec<u8>>> {
                 let words: Vec<String> = (0..10)
                     .map(|j| {
                         let k = i as u64 * 10 + j;
-                        if k < keys { format!("key{k}") } else { format!("key{}", rng.below(keys)) }
+                        if k < keys {
+                            format!("key{k}")
+                        } else {
+                            format!("key{}", rng.random_range(0..keys.max(1)))
+                        }
                     })
                     .collect();
                 words.join(" ").into_bytes()
@@ -44,14 +49,27 @@ fn transitions(
     keys: u64,
     slots: u32,
     seed: u64,
+    queued: u64,
 ) -> Result<Vec<(u32, u32, MigrationRecord)>, BenchError> {
     let err = |e: &dyn std::fmt::Display| BenchError::Run(e.to_string());
-    let p = app_pipeline("wc")?;
+    let mut p = app_pipeline("wc")?;
     let load = (keys as usize).div_ceil(10) + 1_000;
     let text = lines(keys, load + 400_000, seed);
-    let mut cfg = PlannerConfig { batch_size: 64, ..PlannerConfig::default() };
-    cfg.settings.batch_size = 64;
+    // With a backlog asked for, one line per request and counting slowed down to 200 µs per
+    // request, so the unthrottled input piles up requests at the workers.
+    let batch = if queued > 0 { 1 } else { 64 };
+    let mut cfg = PlannerConfig { batch_size: batch, ..PlannerConfig::default() };
+    cfg.settings.batch_size = batch;
     cfg.settings.interval_ms = 250;
+    if queued > 0 {
+        cfg.max_in_flight = queued as usize + queued as usize / 2;
+        let count = p.operator_id("count").expect("wc has count");
+        p.operators[count.index()].service = Some(clasp_core::pipeline::ServiceTime {
+            micros: 200.0,
+            mode: clasp_core::pipeline::ServiceMode::Sleep,
+            per: clasp_core::pipeline::ServicePer::Request,
+        });
+    }
     let first = steps[0];
     let mut c = Cluster::start(
         p.clone(),
@@ -80,7 +98,11 @@ fn transitions(
     };
     c.planner.run(vec![input], None, |_| {}, |_, _| Ok(())).map_err(|e| err(&e))?;
     // Then migrate while input keeps arriving at a moderate rate.
-    let rest = Arc::new(text[load..].to_vec());
+    // A backlog needs only what fills the queues once and keeps them full through the
+    // transitions (each starts as soon as the queues hold `queued` again).
+    let end =
+        if queued > 0 { (load + 2 * queued as usize + 10_000).min(text.len()) } else { text.len() };
+    let rest = Arc::new(text[load..end].to_vec());
     let scaling = clasp_plan::AutoscalerConfig::with_policy(clasp_plan::Policy::Static);
     let mut scaler =
         ScalingLoop::new(scaling, &p, placement, keys_assignment, 1).map_err(|e| err(&e))?;
@@ -91,16 +113,23 @@ fn transitions(
     let input = Input {
         source: SourceId(0),
         reader: Box::new(MemoryLines::new(rest, 0, 1)),
-        rate: Box::new(|_| Some(150.0)),
+        rate: Box::new(move |_| (queued == 0).then_some(150.0)),
     };
     let duration = std::time::Duration::from_secs_f64(0.75 * steps.len() as f64 + 1.0);
+    let due = |prog: &clasp_runtime::planner::Progress, next: usize| {
+        if queued > 0 {
+            prog.worker_queues.iter().sum::<u64>() >= queued
+        } else {
+            prog.t > 0.75 * next as f64
+        }
+    };
     planner
         .run(
             vec![input],
-            Some(duration),
+            (queued == 0).then_some(duration),
             |_| {},
             |planner, prog| {
-                if next < steps.len() && prog.t > 0.75 * next as f64 && failure.is_none() {
+                if next < steps.len() && due(prog, next) && failure.is_none() {
                     let (from, to) = (steps[next - 1], steps[next]);
                     match scaler.rescale_to(planner, pool, spread(&p, to, slots)) {
                         Ok(r) => records.push((from, to, r)),
@@ -122,7 +151,7 @@ fn transitions(
 /// Runs the experiment on the runtime.
 pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     let s = Scope::new("migration", o).one(&RuntimeSettings::preset(o.quick))?;
-    let (keys, repeats) = (s.keys.get(), s.repeats.usize());
+    let (keys, repeats, queued) = (s.keys.get(), s.repeats.usize(), s.queued.get());
     let slots = 4;
     let plans: Vec<Vec<u32>> = if o.quick {
         vec![vec![1, 3, 1]]
@@ -144,7 +173,7 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     let mut rows: Vec<(u32, u32, MigrationRecord)> = Vec::new();
     for r in 0..repeats {
         for steps in &plans {
-            rows.extend(transitions(steps, keys, slots, o.seed + r as u64)?);
+            rows.extend(transitions(steps, keys, slots, o.seed + r as u64, queued)?);
         }
     }
     rows.sort_by_key(|(a, b, _)| (*a, *b));
@@ -171,6 +200,13 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
             format!(
                 "workers as threads of one process, {slots} executor slots each, every operator spread over all workers; 1024 key groups; {repeats} repetition(s)"
             ),
+            if queued > 0 {
+                format!(
+                    "each transition starts with at least {queued} requests queued at the workers (one line per request, counting slowed to 200 us per request, unthrottled input)"
+                )
+            } else {
+                "nothing queued beyond what a moderate input leaves".into()
+            },
         ],
         tables: vec![t],
         notes: vec![format!("{} Targets here: pause <= 2 ms, planner <= 5 ms.", super::PAPER_NOTE)],
