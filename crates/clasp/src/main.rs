@@ -65,6 +65,25 @@ fn parse(argv: Vec<OsString>) -> anyhow::Result<Cli> {
     Ok(Cli::parse_from(layered.argv))
 }
 
+/// A closed standard output (`clasp plan ... | head -1`) ends the command quietly: printing
+/// to it panics with this message in the standard library, and a reader that has gone away
+/// wants no more output, nor an error about it.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> std::process::ExitCode {
     let fail = |e: anyhow::Error| {
         eprintln!("error: {e:#}");
@@ -77,6 +96,7 @@ fn main() -> std::process::ExitCode {
     if let Err(e) = cli.logging.init() {
         return fail(e);
     }
+    quiet_on_closed_stdout();
     let result = match cli.command {
         Command::Run(args) => cmd::run::run(&args),
         Command::Planner(args) => cmd::run::run_planner(&args),

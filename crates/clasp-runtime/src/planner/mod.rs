@@ -59,6 +59,12 @@ struct Shared {
     sink_records: AtomicU64,
     sink_error: Mutex<Option<std::io::Error>>,
     stopping: AtomicBool,
+    /// Bytes of records in the incoming queue.
+    queued_bytes: AtomicU64,
+    /// Set when the run reached its duration: queued requests are dropped, not dispatched.
+    discarding: AtomicBool,
+    /// Requests dropped so.
+    dropped: AtomicU64,
 }
 
 impl Shared {
@@ -71,6 +77,16 @@ impl Shared {
     fn send(&self, w: WorkerId, m: Message) {
         if let Some(Some(slot)) = lock(&self.workers).get(w.index()) {
             slot.link.send(m);
+        }
+    }
+
+    /// Records a failure to write sink records, and reports the first at once (the run's
+    /// result names it again at its end).
+    fn output_failed(&self, e: std::io::Error) {
+        let mut first = lock(&self.sink_error);
+        if first.is_none() {
+            tracing::error!("writing sink records failed: {e}; the run's output is incomplete");
+            *first = Some(e);
         }
     }
 
@@ -139,6 +155,9 @@ impl Planner {
             sink_records: AtomicU64::new(0),
             sink_error: Mutex::new(None),
             stopping: AtomicBool::new(false),
+            queued_bytes: AtomicU64::new(0),
+            discarding: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
         });
         spawn_acceptor(shared.clone(), listener);
         Ok(Self {
@@ -157,6 +176,11 @@ impl Planner {
     /// The address workers join.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The cluster secret and TLS of its links (workers started by this process use them).
+    pub fn security(&self) -> &clasp_wire::Security {
+        &self.shared.config.security
     }
 
     /// The pipeline.

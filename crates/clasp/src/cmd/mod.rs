@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bounds;
 pub mod check;
 pub mod config;
 pub mod cut;
@@ -9,6 +10,7 @@ pub mod edge;
 pub mod r#gen;
 pub mod plan;
 pub mod run;
+pub mod security;
 pub mod sim;
 pub mod worker;
 

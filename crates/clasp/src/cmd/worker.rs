@@ -19,6 +19,9 @@ pub struct Args {
     /// Address to accept peer connections on (loopback unless told otherwise).
     #[arg(long, default_value = "127.0.0.1:0", help_heading = "Worker")]
     pub listen: String,
+    /// The cluster secret and TLS.
+    #[command(flatten)]
+    pub security: super::security::SecurityArgs,
 }
 
 /// Runs `clasp worker`.
@@ -26,7 +29,11 @@ pub fn run(args: &Args) -> Result<()> {
     let Some(join) = &args.join else {
         bail!("no planner to join: give --join HOST:PORT (or worker.join in the config file)");
     };
-    let opts =
-        WorkerOptions { slots: args.slots, listen: args.listen.clone(), id: args.id.map(WorkerId) };
+    let opts = WorkerOptions {
+        slots: args.slots,
+        listen: args.listen.clone(),
+        id: args.id.map(WorkerId),
+        security: args.security.required("clasp worker")?,
+    };
     worker::run(join, &clasp_apps::registry(), &opts).map_err(|e| anyhow!("worker: {e}"))
 }

@@ -29,8 +29,9 @@ pub struct Args {
     /// How the rate varies: constant, unthrottled, burst, gradual or trace:FILE.
     #[arg(long, default_value = "constant", help_heading = "Input")]
     pub pattern: String,
-    /// Stop feeding input after this long (e.g. 30s, 2m, or seconds); default: when the input or the
-    /// pattern ends.
+    /// Stop the run after this long (e.g. 30s, 2m, or seconds): queued input is dropped and
+    /// the chains in flight get a grace of 5 s, both reported; default: when the input or the
+    /// pattern ends and every chain completed.
     #[arg(long, value_parser = crate::cmd::duration::parse, help_heading = "Input")]
     pub duration: Option<Duration>,
     /// Scaling policy: clasp, faasflow, zhang24, ds2, flink, faasflow-sp, zhang24-sp or static.
@@ -132,6 +133,9 @@ pub struct Args {
     /// No admin server.
     #[arg(long, help_heading = "Admin")]
     pub no_admin: bool,
+    /// The cluster secret and TLS (`clasp run` makes a secret for its own cluster).
+    #[command(flatten, next_help_heading = "Security")]
+    pub security: crate::cmd::security::SecurityArgs,
 }
 
 /// `--scaling`.

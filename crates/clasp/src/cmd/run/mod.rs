@@ -1,6 +1,7 @@
 //! `clasp run` (and `clasp planner`): run a pipeline on a cluster of workers, elastically
 //! under a scaling policy, with live progress and a summary.
 
+use super::bounds;
 use anyhow::{Context, Result, anyhow, bail};
 use clasp_core::Pipeline;
 use clasp_core::input::{LineReader, LineSource, MemoryLines};
@@ -45,6 +46,12 @@ fn apply_service_times(p: &mut Pipeline, specs: &[String]) -> Result<()> {
             micros.parse().ok().filter(|m: &f64| m.is_finite() && *m >= 0.0).ok_or_else(|| {
                 anyhow!("--service-time `{spec}`: `{micros}` is not a number of microseconds >= 0")
             })?;
+        if micros > bounds::MAX_SERVICE_US {
+            bail!(
+                "--service-time `{spec}`: {micros} µs is longer than the longest allowed, {} µs",
+                bounds::MAX_SERVICE_US
+            );
+        }
         let service = Some(ServiceTime { micros, mode, per: ServicePer::Record });
         if op == "*" {
             p.operators.iter_mut().for_each(|o| o.service = service);
@@ -243,9 +250,21 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     if args.slots == 0 {
         bail!("--slots must be at least 1");
     }
-    let most = clasp_runtime::wire::MAX_KEY_GROUPS;
-    if args.key_groups == 0 || args.key_groups > most {
-        bail!("--key-groups {} must be between 1 and {most}", args.key_groups);
+    bounds::check_range("--batch", args.batch, 1, bounds::MAX_BATCH)?;
+    bounds::check_range("--slots", args.slots, 1, bounds::MAX_SLOTS)?;
+    bounds::check_range("--key-groups", args.key_groups, 1, bounds::MAX_KEY_GROUPS)?;
+    if args.max_workers > bounds::MAX_WORKERS {
+        bail!("--max-workers {} must be between 1 and {}", args.max_workers, bounds::MAX_WORKERS);
+    }
+    let (lo, hi) = (*bounds::INTERVAL_MS.start(), *bounds::INTERVAL_MS.end());
+    bounds::check_range("--interval-ms", args.interval_ms, lo, hi)?;
+    if !(args.cooldown.is_finite()
+        && (0.0..=bounds::MAX_DURATION.as_secs_f64()).contains(&args.cooldown))
+    {
+        bail!("--cooldown {} must be a number of seconds between 0 and 30 days", args.cooldown);
+    }
+    if let Some(slo) = args.latency_slo.filter(|s| !(s.is_finite() && *s > 0.0 && *s <= 3.6e6)) {
+        bail!("--latency-slo {slo} must be a number of milliseconds between 0 and one hour");
     }
     if let Some(r) = args.rescale_at.iter().find(|r| r.workers > args.max_workers) {
         bail!(
@@ -258,6 +277,9 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     if let Some(r) = args.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
         bail!("--rate {r} must be a positive number of requests per second");
     }
+    if let Some(r) = args.rate.filter(|r| *r > bounds::MAX_RATE) {
+        bail!("--rate {r} is more than the largest rate, {} requests per second", bounds::MAX_RATE);
+    }
     let mut pipeline = super::load_pipeline(&args.spec)?;
     apply_service_times(&mut pipeline, &args.service_time)?;
     let spec: PatternSpec = args.pattern.parse().map_err(|e| anyhow!("--pattern: {e}"))?;
@@ -267,9 +289,16 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     };
     let scaling = scaling_config(args, pattern.rate_at(0.0).is_infinite())?;
     let placement = args.placement.as_ref().map(|f| read_placement(f, &pipeline)).transpose()?;
+    let security = match launch {
+        Launch::External => args.security.required("clasp planner")?,
+        _ => args.security.own_cluster()?,
+    };
     let mut planner = PlannerConfig {
         listen: args.listen.clone(),
         batch_size: args.batch,
+        // --duration ends the run; a pattern's end only the input.
+        stop_at_duration: args.duration.is_some(),
+        security,
         ..PlannerConfig::default()
     };
     planner.settings.batch_size = args.batch;
@@ -354,6 +383,7 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
         if args.processes { ", workers as processes" } else { "" },
         emulation_note(&job)
     );
+    stop_on_signals(&job.planner.interrupt)?;
     let quiet = args.quiet;
     let observatory = Arc::new(Observatory::new(&job.pipeline, policy.name(), job.scaling.mode));
     let admin = (!args.no_admin)
@@ -365,7 +395,7 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
         }
         eprintln!("clasp: admin server at {} (metrics at {}metrics)", a.url(), a.url());
     }
-    let out = job::run_observed(
+    let result = job::run_observed(
         job,
         inputs,
         sink,
@@ -377,21 +407,65 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
         },
         |e| eprintln!("{}", event_line(e)),
         Some(&observatory),
-    )?;
+    );
     if let Some(a) = admin {
         a.stop()?;
     }
+    let out = match result {
+        Ok(out) => out,
+        Err(job::JobError::Failed { error, saved, stats }) => {
+            // What the run got through is written, and said to be partial.
+            let mut saved: Vec<String> = [saved].into_iter().filter(|s| !s.is_empty()).collect();
+            if let Some(d) = &mut dump {
+                saved.push(match d.flush() {
+                    Ok(()) => "the state dump is written".into(),
+                    Err(e) => format!("--state-dump: {e}"),
+                });
+            }
+            if let Some(path) = &args.stats {
+                saved.push(match write_stats(path, &stats) {
+                    Ok(()) => format!("--stats {} covers the run until it failed", path.display()),
+                    Err(e) => format!("{e:#}"),
+                });
+            }
+            if saved.is_empty() {
+                saved.push("none (no --state-dump or --stats asked for)".into());
+            }
+            return Err(anyhow::Error::new(*error)
+                .context(format!("the run failed; partial results: {}", saved.join("; "))));
+        }
+        Err(e) => return Err(e.into()),
+    };
     if let Some(d) = &mut dump {
         d.flush().context("--state-dump")?;
     }
     if let Some(path) = &args.stats {
-        let mut w = create(path, "--stats")?;
-        serde_json::to_writer_pretty(&mut w, &out.stats).context("--stats")?;
-        w.flush().context("--stats")?;
+        write_stats(path, &out.stats)?;
     }
     print!("{}", summary(&name, policy, &out));
     if !note.is_empty() {
         println!("note       {}", note.trim_start_matches("; "));
+    }
+    if out.summary.interrupted {
+        bail!("interrupted by a signal: the results written are partial");
+    }
+    Ok(())
+}
+
+fn write_stats(path: &PathBuf, stats: &job::RunStats) -> Result<()> {
+    let mut w = create(path, "--stats")?;
+    serde_json::to_writer_pretty(&mut w, stats).context("--stats")?;
+    w.flush().context("--stats")
+}
+
+/// A first SIGINT or SIGTERM stops the run as its duration would, so that what it got through
+/// is written; a second one ends the process at once.
+fn stop_on_signals(interrupt: &Arc<std::sync::atomic::AtomicBool>) -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, interrupt.clone())
+            .and_then(|_| signal_hook::flag::register(signal, interrupt.clone()))
+            .with_context(|| format!("installing the handler of signal {signal}"))?;
     }
     Ok(())
 }
@@ -476,6 +550,24 @@ fn summary(name: &str, policy: Policy, out: &job::JobOutput) -> String {
         text += &format!(
             "           {:<16} {:>9} {:>10} {:>10} {:>8.1}us {:>11}\n",
             o.name, o.processed, o.records, o.emitted, o.mean_exec_us, o.state_keys
+        );
+    }
+    if s.interrupted {
+        text += &format!(
+            "stopped    by a signal (results partial): {} queued requests dropped, {} chains still in flight\n",
+            s.dropped_requests, s.abandoned_chains
+        );
+    } else if s.dropped_requests + s.abandoned_chains > 0 {
+        text += &format!(
+            "stopped    at the duration: {} queued requests dropped, {} chains still in flight\n",
+            s.dropped_requests, s.abandoned_chains
+        );
+    }
+    if s.oversized_records > 0 {
+        text += &format!(
+            "skipped    {} input records larger than the frame limit of {} bytes\n",
+            s.oversized_records,
+            clasp_runtime::wire::DEFAULT_MAX_FRAME
         );
     }
     if !out.stats.recommendations.is_empty() {
