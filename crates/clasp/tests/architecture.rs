@@ -27,6 +27,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "clasp-sim",
             "clasp-apps",
             "clasp-edge",
+            "clasp-admin",
         ],
     ),
     (
