@@ -63,7 +63,10 @@ fn hostile_numbers_are_refused_before_anything_runs() {
         (run(&["--dispatch-cost", "local=1e300"]), "more than the largest emulated cost"),
         (run(&["--dispatch-cost", "remote=-1"]), "not a number of microseconds >= 0"),
         (run(&["--batch", "4294967295"]), "--batch 4294967295 must be between 1 and 65536"),
-        (run(&["--key-groups", "4294967295"]), "for '--key-groups <KEY_GROUPS>': 4294967295 is not in 1..="),
+        (
+            run(&["--key-groups", "4294967295"]),
+            "for '--key-groups <KEY_GROUPS>': 4294967295 is not in 1..=",
+        ),
         (run(&["--slots", "100000"]), "--slots 100000 must be between 1 and 1024"),
         (run(&["--max-workers", "100000"]), "--max-workers 100000 must be between 1 and 4096"),
         (run(&["--rate", "1e308"]), "more than the largest rate"),
