@@ -206,6 +206,8 @@ struct RawSource {
     rate: Option<Spanned<f64>>,
     key_field: Option<u32>,
     format: Option<String>,
+    event_time: Option<String>,
+    out_of_orderness: Option<u64>,
     description: Option<String>,
 }
 
@@ -230,6 +232,7 @@ struct RawOperator {
     service_mode: Option<Spanned<String>>,
     service_per: Option<Spanned<String>>,
     params: Option<toml::Table>,
+    allowed_lateness: Option<u64>,
     description: Option<String>,
 }
 
@@ -363,6 +366,8 @@ impl Validator<'_> {
                 rate,
                 key_field: s.get_ref().key_field,
                 format: s.get_ref().format.clone(),
+                event_time: s.get_ref().event_time.clone(),
+                out_of_orderness: s.get_ref().out_of_orderness.unwrap_or(0),
                 origin: self.origin(&span),
             });
         }
@@ -497,6 +502,7 @@ impl Validator<'_> {
             selectivity,
             service: micros.map(|micros| ServiceTime { micros, mode, per }),
             params,
+            allowed_lateness: o.allowed_lateness.unwrap_or(0),
             origin: self.origin(span),
         })
     }

@@ -201,6 +201,13 @@ impl Cluster {
         workers: usize,
         slots: u32,
     ) -> Result<Self, ClusterError> {
+        let mut config = config;
+        if let (Launch::Threads(registry), true) = (&launch, config.timers.is_empty()) {
+            // The operators the threads run are known here: fire only the timers they use.
+            if let Ok(timers) = crate::planner::timers_of(&pipeline, registry) {
+                config.timers = timers;
+            }
+        }
         let mut planner = Planner::start(pipeline, config, sink)?;
         let mut pool = WorkerPool::new(planner.addr().to_string(), launch, slots);
         if let Err(e) = scale_out(&mut planner, &mut pool, 0, workers as u32) {

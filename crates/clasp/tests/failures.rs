@@ -36,7 +36,10 @@ fn lines(n: usize, seed: u64) -> Arc<Vec<Vec<u8>>> {
 fn input(text: &Arc<Vec<Vec<u8>>>) -> Input {
     Input {
         source: SourceId(0),
-        reader: Box::new(clasp_core::input::MemoryLines::new(text.clone(), 0, 1)),
+        reader: clasp_core::source::from_lines(
+            Box::new(clasp_core::input::MemoryLines::new(text.clone(), 0, 1)),
+            None,
+        ),
         rate: Box::new(|_| None),
     }
 }
@@ -96,7 +99,8 @@ fn bad_peers_are_refused_and_the_cluster_keeps_running() {
         let mut v2 = wire::PROTOCOL.preamble().to_vec();
         v2[8..12].copy_from_slice(&99u32.to_le_bytes());
         let back = poke(addr, &v2);
-        assert!(String::from_utf8_lossy(&back).contains("protocol v99, this node v2"), "{addr}");
+        let reason = format!("protocol v99, this node v{}", wire::PROTOCOL.version);
+        assert!(String::from_utf8_lossy(&back).contains(&reason), "{addr}");
     }
     // A frame announcing 4 GiB: closed without reading (or allocating) it.
     poke(&worker, &hello_then(u32::MAX));

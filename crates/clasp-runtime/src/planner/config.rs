@@ -1,6 +1,9 @@
 //! The planner's settings.
 
 use crate::wire::{self, WorkerSettings};
+use clasp_core::Pipeline;
+use clasp_core::operator::{Registry, RegistryError};
+use clasp_core::time::TimerUse;
 
 /// Planner settings.
 #[derive(Clone, Debug)]
@@ -17,6 +20,14 @@ pub struct PlannerConfig {
     pub queue_capacity: usize,
     /// Window over which observed statistics are averaged (s).
     pub stats_window_s: f64,
+    /// The timers each operator uses, by operator id (see [`timers_of`]); empty when unknown,
+    /// and then every operator's timers are fired as if it used event-time timers.
+    pub timers: Vec<TimerUse>,
+}
+
+/// The timers the operators of `p` use, from their implementations in `registry`.
+pub fn timers_of(p: &Pipeline, registry: &Registry) -> Result<Vec<TimerUse>, RegistryError> {
+    Ok(registry.instantiate_all(p)?.iter().map(|o| o.timers()).collect())
 }
 
 impl Default for PlannerConfig {
@@ -38,6 +49,7 @@ impl Default for PlannerConfig {
             max_in_flight: 10_000,
             queue_capacity: 100_000,
             stats_window_s: 10.0,
+            timers: Vec::new(),
         }
     }
 }

@@ -1,12 +1,15 @@
 //! The inputs: one thread per source reads its records into input requests, paced by the
-//! source's rate, into the planner's incoming queue.
+//! source's rate, into the planner's incoming queue. Each request carries the source's
+//! watermark when it entered and after its records (see `clock`).
 
 use super::{PlannerError, Shared};
 use crate::source::{Pacer, RateFn};
 use clasp_core::Batch;
 use clasp_core::SourceId;
-use clasp_core::input::{InputRecord, LineSource, Next};
+use clasp_core::input::{InputRecord, Next};
+use clasp_core::source::{self, Source};
 use clasp_core::sync::lock;
+use clasp_core::time::BoundedOutOfOrderness;
 use crossbeam_channel::Sender;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,8 +30,8 @@ pub struct InputCounters {
 pub struct Input {
     /// The source it feeds.
     pub source: SourceId,
-    /// Its records.
-    pub reader: Box<dyn LineSource>,
+    /// Its records (a line source joins through [`clasp_core::source::from_lines`]).
+    pub reader: Box<dyn Source>,
     /// How fast (requests/s over time).
     pub rate: RateFn,
 }
@@ -45,6 +48,10 @@ pub(super) struct Queued {
     pub(super) batch: Batch,
     /// When the oldest record's chain started, if before the planner read it.
     pub(super) origin_ns: Option<u64>,
+    /// The source's watermark before these records (their lateness is judged against it).
+    pub(super) watermark: Option<u64>,
+    /// The source's watermark after them.
+    pub(super) advanced: Option<u64>,
 }
 
 pub(super) fn spawn_ingress(
@@ -63,15 +70,21 @@ pub(super) fn spawn_ingress(
             let batch_size = shared.config.batch_size.max(1) as usize;
             let mut pacer = Pacer::new(std::mem::replace(&mut input.rate, Box::new(|_| None)));
             let mut rec = InputRecord::default();
+            let mut bounded = BoundedOutOfOrderness::new(source.out_of_orderness);
+            let mut watermark = None;
             loop {
                 let mut batch = Batch::with_capacity(batch_size, batch_size * 64);
                 let mut origin_ns: Option<u64> = None;
                 while batch.len() < batch_size {
+                    source::reset(&mut rec);
                     match input.reader.next_record(&mut rec) {
                         Ok(Next::Record) => {
                             let key =
                                 if rec.keyed { &rec.key[..] } else { source.key_of(&rec.value) };
-                            batch.push(key, &rec.value);
+                            batch.push_timed(key, &rec.value, rec.time);
+                            if let Some(t) = rec.time {
+                                bounded.observe(t);
+                            }
                             if let Some(o) = rec.origin_ns {
                                 origin_ns = Some(origin_ns.map_or(o, |m| m.min(o)));
                             }
@@ -106,7 +119,15 @@ pub(super) fn spawn_ingress(
                 }
                 pacer.take();
                 let n = batch.len() as u64;
-                let mut item = Queued { source: input.source, batch, origin_ns };
+                let entered = watermark;
+                watermark = input.reader.watermark().or_else(|| bounded.watermark()).max(watermark);
+                let mut item = Queued {
+                    source: input.source,
+                    batch,
+                    origin_ns,
+                    watermark: entered,
+                    advanced: watermark,
+                };
                 // A full queue holds the source back (unthrottled input retries).
                 loop {
                     match queue.send_timeout(item, Duration::from_millis(50)) {

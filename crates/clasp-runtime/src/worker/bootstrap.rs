@@ -135,6 +135,9 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
         let _ = e.join();
     }
     let _ = monitor.join();
+    for op in &shared.ops {
+        op.close();
+    }
     shared.planner.send(Message::Shutdown);
     result
 }
@@ -146,8 +149,9 @@ fn build_shared(
     planner: Link,
 ) -> Result<Arc<WorkerShared>, WorkerError> {
     let pipeline = Arc::new(w.pipeline);
-    let ops = registry.instantiate_all(&pipeline)?;
+    let mut ops = registry.instantiate_all(&pipeline)?;
     let groups = w.settings.key_groups.max(1);
+    clasp_core::registry::open_all(&mut ops, &pipeline, Some(w.worker.0), groups)?;
     let stores = pipeline
         .operators
         .iter()

@@ -116,6 +116,11 @@ impl WorkerShared {
         let mut routing = self.routing();
         let mut local = Vec::with_capacity(reqs.len());
         for r in reqs {
+            if r.fire.is_some() {
+                // Timers fire where the planner sent them, on the groups held there.
+                local.push(r);
+                continue;
+            }
             let Some(r) = self.hold_if_ahead(r, &mut routing) else { continue };
             if r.epoch == routing.epoch {
                 local.push(r);

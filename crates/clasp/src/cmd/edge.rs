@@ -90,12 +90,12 @@ pub fn run(args: &Args) -> Result<()> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow!("{e}"))?;
     let mode = if args.all_cloud { Mode::AllCloud } else { Mode::Cut };
-    let registry = clasp_apps::registry();
+    let registry = crate::registry();
     if let Some(id) = &args.device {
         let join = args.join.as_deref().unwrap_or_default();
         let opts = device_options(args, id, join, mode, inputs);
         let report =
-            device::run(&p, &devices, &model, &registry, &opts).map_err(|e| anyhow!("{e}"))?;
+            device::run(&p, &devices, &model, registry, &opts).map_err(|e| anyhow!("{e}"))?;
         return print_device(&report, args.json);
     }
     if args.cloud {
@@ -107,7 +107,7 @@ pub fn run(args: &Args) -> Result<()> {
             describe(&cloud.operators()),
             devices.devices.len()
         );
-        let report = cloud.run(&registry, sink(args)?).map_err(|e| anyhow!("{e}"))?;
+        let report = cloud.run(registry, sink(args)?).map_err(|e| anyhow!("{e}"))?;
         return finish_cloud(args, &report, &[]);
     }
     if args.embedded {
@@ -167,7 +167,7 @@ fn run_embedded(
     o.shape = shape(args);
     o.flush = Duration::from_millis(args.flush_ms.max(1));
     o.cloud = cloud_options(args, mode, inputs);
-    let report = embedded::run(p, devices, model, &clasp_apps::registry(), &o, sink(args)?)
+    let report = embedded::run(p, devices, model, crate::registry(), &o, sink(args)?)
         .map_err(|e| anyhow!("{e}"))?;
     finish_cloud(args, &report.cloud, &report.devices)
 }

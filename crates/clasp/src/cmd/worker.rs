@@ -25,5 +25,5 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<()> {
     let opts =
         WorkerOptions { slots: args.slots, listen: args.listen.clone(), id: args.id.map(WorkerId) };
-    worker::run(&args.join, &clasp_apps::registry(), &opts).map_err(|e| anyhow!("worker: {e}"))
+    worker::run(&args.join, crate::registry(), &opts).map_err(|e| anyhow!("worker: {e}"))
 }
