@@ -165,6 +165,16 @@ impl<'a, S: StateValue> Context<'a, S> {
         self.out.emit_timed(Some(port), time, key, value);
     }
 
+    /// Emits a record on every output stream with the event time of the input record it
+    /// comes from, if it had one (so a map or filter passes times on).
+    #[inline]
+    pub fn emit_with(&mut self, time: Option<u64>, key: &[u8], value: &[u8]) {
+        match time {
+            Some(t) => self.out.emit_timed(None, t, key, value),
+            None => self.out.emit(key, value),
+        }
+    }
+
     /// Index of the input stream this request arrived on (0 when firing timers).
     pub fn input_port(&self) -> usize {
         self.input_port
