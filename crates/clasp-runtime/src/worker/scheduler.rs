@@ -149,6 +149,14 @@ impl Scheduler {
         }
     }
 
+    /// [`Self::release`] for a caller holding the queue's lock.
+    fn release_locked(&self, op: usize) {
+        self.running[op].0.fetch_sub(1, Ordering::SeqCst);
+        if self.paused.load(Ordering::SeqCst) && self.running_total() == 0 {
+            self.drained.notify_all();
+        }
+    }
+
     /// Enqueues requests (stamping their arrival) and wakes executors for them.
     pub fn push_many(&self, reqs: impl IntoIterator<Item = Request>) {
         self.push_stamped(reqs, Instant::now());
@@ -252,9 +260,10 @@ impl Scheduler {
         now: Instant,
         mut before_sleep: impl FnMut(),
     ) -> Next {
-        // The finished execution's instance is given back only once its children are
-        // reserved or queued: released earlier, the operator's next request could run and
-        // its children overtake these, and an operator would see its records out of order.
+        // The finished execution is released only once its chained requests are queued (or
+        // one of them holds an instance): a pause waiting for running executions must find
+        // them in the queue, and the operator's next request must not run before them, or its
+        // chained requests could overtake these and an operator see its records out of order.
         if let Some(mut request) = self.take_own(children) {
             // The executor stays on its CPU: `on_cpu` is unchanged.
             request.enqueued = Some(now);
@@ -266,16 +275,15 @@ impl Scheduler {
             }
             return Next::Run { request, slept: false };
         }
+        if finished.is_some() {
+            self.on_cpu.fetch_sub(1, Ordering::Relaxed);
+        }
         let mut g = self.lock();
         for r in children.drain(..) {
             g.enqueue(r, now, &self.waiting);
         }
         if let Some(op) = finished {
-            self.on_cpu.fetch_sub(1, Ordering::Relaxed);
-            self.running[op.index()].0.fetch_sub(1, Ordering::SeqCst);
-            if self.paused.load(Ordering::SeqCst) && self.running_total() == 0 {
-                self.drained.notify_all();
-            }
+            self.release_locked(op.index());
         }
         let mut flushed = false;
         let mut slept = false;
