@@ -2,13 +2,14 @@
 //! as the policy decides, and collect the outputs, the final state and the statistics.
 
 use crate::cluster::{Cluster, ClusterError, Launch};
+use crate::observe::Observatory;
 use crate::planner::stats::{MigrationRecord, RunSummary};
 use crate::planner::{Input, PlannerConfig, PlannerError, Progress, SinkOutput};
 use crate::routing::RoutingPlan;
 use crate::scaling::{CoefficientSample, ScalingError, ScalingEvent, ScalingLoop};
-use clasp_core::Pipeline;
 use clasp_core::placement::Placement;
 use clasp_core::stats::ObservedStats;
+use clasp_core::{Pipeline, WorkerId};
 use clasp_plan::autoscaler::{AutoscalerConfig, Recommendation};
 use clasp_plan::keys::assign_keys;
 use clasp_plan::policy::clasp_on_workers;
@@ -94,6 +95,9 @@ pub struct RunStats {
     pub recommendations: Vec<RecommendationRecord>,
     /// Totals.
     pub summary: RunSummary,
+    /// Set when the run failed: why, the statistics covering it up to then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 /// What a run produced.
@@ -124,6 +128,17 @@ pub enum JobError {
     /// The placement given does not fit the pipeline.
     #[error("the placement does not fit the pipeline: {0}")]
     Placement(String),
+    /// The run failed after it started; what could be saved was written.
+    #[error("the run failed; partial results: {saved}")]
+    Failed {
+        /// Why it failed.
+        #[source]
+        error: Box<JobError>,
+        /// What was written anyway.
+        saved: String,
+        /// The statistics up to the failure (for `--stats`).
+        stats: Box<RunStats>,
+    },
 }
 
 impl From<ScalingError> for JobError {
@@ -199,8 +214,21 @@ pub fn run(
     inputs: Vec<Input>,
     sink: Box<dyn SinkOutput>,
     state_dump: Option<&mut dyn Write>,
+    progress: impl FnMut(&Progress),
+    on_event: impl FnMut(&ScalingEvent),
+) -> Result<JobOutput, JobError> {
+    run_observed(job, inputs, sink, state_dump, progress, on_event, None)
+}
+
+/// [`run`], showing the run to `observatory` after every interval and at the end.
+pub fn run_observed(
+    job: Job,
+    inputs: Vec<Input>,
+    sink: Box<dyn SinkOutput>,
+    state_dump: Option<&mut dyn Write>,
     mut progress: impl FnMut(&Progress),
     mut on_event: impl FnMut(&ScalingEvent),
+    observatory: Option<&Observatory>,
 ) -> Result<JobOutput, JobError> {
     let placement = initial_placement(&job)?;
     let keys = assign_keys(&job.pipeline, &placement, job.planner.settings.key_groups, None);
@@ -220,6 +248,9 @@ pub fn run(
         keys: keys.clone(),
     })?;
     let mut scaler = ScalingLoop::new(job.scaling.clone(), &job.pipeline, placement, keys, 1)?;
+    if let Some(o) = observatory {
+        o.observe(&cluster.planner, None, Some(&scaler));
+    }
     let Cluster { planner, pool } = &mut cluster;
     let mut failure: Option<ScalingError> = None;
     let mut rescales = job.rescales.clone();
@@ -232,35 +263,80 @@ pub fn run(
                 Err(ScalingError::Planner(e)) => return Err(e),
                 Err(e) => failure = Some(e),
             }
-            return Ok(());
+        } else {
+            match scaler.step(planner, pool, p) {
+                Ok(Some(event)) => on_event(&event),
+                Ok(None) => {}
+                Err(ScalingError::Planner(e)) => return Err(e),
+                Err(e) => failure = Some(e),
+            }
         }
-        match scaler.step(planner, pool, p) {
-            Ok(Some(event)) => on_event(&event),
-            Ok(None) => {}
-            Err(ScalingError::Planner(e)) => return Err(e),
-            Err(e) => failure = Some(e),
+        if let Some(o) = observatory {
+            o.observe(planner, Some(p), Some(&scaler));
         }
         Ok(())
     });
-    let summary = match (result, failure) {
-        (Ok(s), None) => s,
-        (Err(e), _) => {
-            cluster.pool.kill_all();
-            return Err(e.into());
+    let error: JobError = match (result, failure) {
+        (Ok(summary), None) => {
+            if let Some(o) = observatory {
+                o.observe(&cluster.planner, None, Some(&scaler));
+                o.finish();
+            }
+            let state_lines = match state_dump {
+                Some(out) => cluster.planner.dump_state(out)?,
+                None => 0,
+            };
+            let stats = run_stats(&cluster.planner, &scaler, policy, summary.clone());
+            let placement = scaler.autoscaler().placement().clone();
+            cluster.shutdown()?;
+            return Ok(JobOutput { summary, stats, placement, state_lines });
         }
-        (Ok(_), Some(e)) => {
-            cluster.pool.kill_all();
-            return Err(e.into());
-        }
+        (Ok(_), Some(e)) => e.into(),
+        (Err(e), _) => e.into(),
     };
-    let state_lines = match state_dump {
-        Some(out) => cluster.planner.dump_state(out)?,
-        None => 0,
-    };
-    let mut observed = cluster.planner.observed(summary.duration_s + 1.0);
+    if let Some(o) = observatory {
+        o.finish();
+    }
+    // What arrived is kept: the sink records so far and the keyed state of the workers still
+    // alive, saved before they are stopped.
+    let mut saved = Vec::new();
+    let output_failed = matches!(error, JobError::Planner(PlannerError::Output { .. }));
+    match cluster.planner.flush_output() {
+        Ok(()) => saved.push("the sink records that arrived are written".to_string()),
+        // Already the run's error.
+        Err(_) if output_failed => {}
+        Err(e) => saved.push(format!("writing the sink records failed too: {e}")),
+    }
+    if let Some(out) = state_dump {
+        saved.push(match cluster.planner.dump_surviving_state(out, Duration::from_secs(30)) {
+            Ok((lines, workers)) => {
+                let workers: Vec<String> = workers.iter().map(WorkerId::to_string).collect();
+                format!("--state-dump holds {lines} keys, of workers {} only", workers.join(", "))
+            }
+            Err(e) => format!("the state dump failed too: {e}"),
+        });
+    }
+    let mut stats = run_stats(&cluster.planner, &scaler, policy, cluster.planner.partial_summary());
+    stats.failed = Some(error.to_string());
+    cluster.pool.kill_all();
+    Err(JobError::Failed {
+        error: Box::new(error),
+        saved: saved.join("; "),
+        stats: Box::new(stats),
+    })
+}
+
+/// The statistics of a run for `--stats`: observed over the whole run, and the scaling history.
+fn run_stats(
+    planner: &crate::planner::Planner,
+    scaler: &ScalingLoop,
+    policy: Policy,
+    summary: RunSummary,
+) -> RunStats {
+    let mut observed = planner.observed(summary.duration_s + 1.0);
     let autoscaler = scaler.autoscaler();
     observed.coefficients = Some(autoscaler.coefficients());
-    let stats = RunStats {
+    RunStats {
         observed,
         policy: policy.name().into(),
         scaling_events: scaler.events.clone(),
@@ -272,9 +348,7 @@ pub fn run(
             .iter()
             .map(|(t, r)| RecommendationRecord::new(*t, r))
             .collect(),
-        summary: summary.clone(),
-    };
-    let placement = autoscaler.placement().clone();
-    cluster.shutdown()?;
-    Ok(JobOutput { summary, stats, placement, state_lines })
+        summary,
+        failed: None,
+    }
 }

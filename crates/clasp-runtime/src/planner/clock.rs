@@ -227,7 +227,7 @@ to = "out"
         let timers = [TimerUse::EVENT, TimerUse::BOTH];
         let mut clock = Clock::new(&p, &timers);
         let mut c = Chains::new(0);
-        let (first, second) = (c.open(0), c.open(0));
+        let (first, second) = (c.open(0, 0), c.open(0, 0));
         clock.dispatched(first, SourceId(0), Some(10));
         clock.dispatched(second, SourceId(0), Some(20));
         complete(&mut c, second);

@@ -36,16 +36,29 @@ pub(super) fn spawn_dispatcher(
             let mut rng = independent_stream(shared.config.settings.seed, 0xd15);
             let mut parts: Vec<(WorkerId, Request)> = Vec::new();
             let mut last_chain = None;
+            let max_bytes = shared.config.max_in_flight_bytes;
             while let Ok(item) = queue.recv() {
+                let bytes = item.batch.byte_len() as u64;
+                shared.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
+                let discard = || shared.discarding.load(Ordering::Acquire);
                 let chain = {
                     let mut c = lock(&shared.chains);
-                    while c.in_flight() >= shared.config.max_in_flight {
+                    // Within the count and the bytes in flight; a chain alone may exceed the
+                    // bytes (it is at most one request).
+                    while !discard()
+                        && (c.in_flight() >= shared.config.max_in_flight
+                            || (c.in_flight() > 0 && c.bytes_in_flight() + bytes > max_bytes))
+                    {
                         if shared.stopping.load(Ordering::Acquire) {
                             return;
                         }
                         c = wait_timeout(&shared.chains_done, c, Duration::from_millis(50));
                     }
-                    c.open(item.origin_ns.unwrap_or_else(now_ns))
+                    if discard() {
+                        shared.dropped.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    c.open(item.origin_ns.unwrap_or_else(now_ns), bytes)
                 };
                 last_chain = Some(chain);
                 let routing = shared.routing();
@@ -71,7 +84,7 @@ pub(super) fn spawn_dispatcher(
                             if let Err(e) =
                                 lock(&shared.sink).write(&p.sinks[s.index()].name, &batch)
                             {
-                                lock(&shared.sink_error).get_or_insert(e);
+                                shared.output_failed(e);
                             }
                             leftover += share;
                         }

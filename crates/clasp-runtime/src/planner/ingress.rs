@@ -24,6 +24,8 @@ pub struct InputCounters {
     pub records: AtomicU64,
     /// Requests queued per second since the start.
     pub per_second: Mutex<Vec<u64>>,
+    /// Records skipped because no frame could carry them.
+    pub oversized: AtomicU64,
 }
 
 /// One input of a run.
@@ -54,6 +56,10 @@ pub(super) struct Queued {
     pub(super) advanced: Option<u64>,
 }
 
+/// Bytes of a request frame besides its records: the message's fields and each record's
+/// lengths and hash, with room to spare.
+const FRAME_OVERHEAD: usize = 4096;
+
 pub(super) fn spawn_ingress(
     shared: Arc<Shared>,
     mut input: Input,
@@ -68,43 +74,76 @@ pub(super) fn spawn_ingress(
         .spawn(move || {
             let source = &shared.pipeline.sources[input.source.index()];
             let batch_size = shared.config.batch_size.max(1) as usize;
+            let max_frame = shared.config.settings.max_frame;
+            // A record must fit one request frame with room for the request's own fields.
+            let largest = (max_frame as usize).saturating_sub(FRAME_OVERHEAD);
+            let max_bytes = shared.config.max_request_bytes.clamp(1, largest.max(1));
+            // A record read and not yet in a request (it opens the next one).
+            let mut pending = false;
+            let max_queued = shared.config.max_queued_bytes;
             let mut pacer = Pacer::new(std::mem::replace(&mut input.rate, Box::new(|_| None)));
             let mut rec = InputRecord::default();
             let mut bounded = BoundedOutOfOrderness::new(source.out_of_orderness);
             let mut watermark = None;
+            let mut oversized = 0u64;
             loop {
-                let mut batch = Batch::with_capacity(batch_size, batch_size * 64);
+                let mut batch = Batch::with_capacity(batch_size.min(4096), 64 << 10);
                 let mut origin_ns: Option<u64> = None;
                 while batch.len() < batch_size {
-                    source::reset(&mut rec);
-                    match input.reader.next_record(&mut rec) {
-                        Ok(Next::Record) => {
-                            let key =
-                                if rec.keyed { &rec.key[..] } else { source.key_of(&rec.value) };
-                            batch.push_timed(key, &rec.value, rec.time);
-                            if let Some(t) = rec.time {
-                                bounded.observe(t);
+                    if !pending {
+                        source::reset(&mut rec);
+                        match input.reader.next_record(&mut rec) {
+                            Ok(Next::Record) => pending = true,
+                            Ok(Next::Idle) if batch.is_empty() => {
+                                if stop.load(Ordering::Acquire) {
+                                    return;
+                                }
+                                continue;
                             }
-                            if let Some(o) = rec.origin_ns {
-                                origin_ns = Some(origin_ns.map_or(o, |m| m.min(o)));
-                            }
-                        }
-                        Ok(Next::Idle) if batch.is_empty() => {
-                            if stop.load(Ordering::Acquire) {
+                            Ok(Next::Idle | Next::End) => break,
+                            Err(e) => {
+                                lock(&errors).get_or_insert(PlannerError::Input {
+                                    source_name: source.name.clone(),
+                                    error: e.to_string(),
+                                });
                                 return;
                             }
                         }
-                        Ok(Next::Idle | Next::End) => break,
-                        Err(e) => {
-                            lock(&errors).get_or_insert(PlannerError::Input {
-                                source_name: source.name.clone(),
-                                error: e.to_string(),
-                            });
-                            return;
+                    }
+                    let key = if rec.keyed { &rec.key[..] } else { source.key_of(&rec.value) };
+                    let size = key.len() + rec.value.len();
+                    if size > largest {
+                        if oversized == 0 {
+                            tracing::warn!(
+                                "source `{}`: a record of {size} bytes exceeds the frame limit of {max_frame} bytes; it and any other such record are skipped and counted",
+                                source.name
+                            );
                         }
+                        oversized += 1;
+                        counters.oversized.fetch_add(1, Ordering::Relaxed);
+                        pending = false;
+                        continue;
+                    }
+                    // The record that would take the request past its bytes opens the next.
+                    if !batch.is_empty() && batch.byte_len() + size > max_bytes {
+                        break;
+                    }
+                    batch.push_timed(key, &rec.value, rec.time);
+                    if let Some(t) = rec.time {
+                        bounded.observe(t);
+                    }
+                    pending = false;
+                    if let Some(o) = rec.origin_ns {
+                        origin_ns = Some(origin_ns.map_or(o, |m| m.min(o)));
                     }
                 }
                 if batch.is_empty() {
+                    if oversized > 0 {
+                        tracing::warn!(
+                            "source `{}`: {oversized} record(s) larger than the frame limit of {max_frame} bytes were skipped",
+                            source.name
+                        );
+                    }
                     return;
                 }
                 loop {
@@ -119,6 +158,20 @@ pub(super) fn spawn_ingress(
                 }
                 pacer.take();
                 let n = batch.len() as u64;
+                let bytes = batch.byte_len() as u64;
+                // The queue is bounded in bytes too: a source waits while it holds more than
+                // its share (one request always enters an empty queue).
+                loop {
+                    let queued = shared.queued_bytes.load(Ordering::Acquire);
+                    if queued == 0 || queued + bytes <= max_queued {
+                        break;
+                    }
+                    if stop.load(Ordering::Acquire) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                shared.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
                 let entered = watermark;
                 watermark = input.reader.watermark().or_else(|| bounded.watermark()).max(watermark);
                 let mut item = Queued {
@@ -134,6 +187,7 @@ pub(super) fn spawn_ingress(
                         Ok(()) => break,
                         Err(crossbeam_channel::SendTimeoutError::Timeout(back)) => {
                             if stop.load(Ordering::Acquire) {
+                                shared.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
                                 return;
                             }
                             item = back;

@@ -10,7 +10,8 @@
 //! - `control`: installs, migrations, the run loop and its [`Progress`];
 //! - `stall`: the watch that ends a run whose chains stopped completing;
 //! - `sinks`: where sink records go ([`SinkOutput`]); `state_dump`: the workers' keyed state;
-//! - [`chains`], [`stats`]: completion tracking and the run's statistics.
+//! - [`chains`], [`stats`]: completion tracking and the run's statistics; `totals`: read-only
+//!   views for observers.
 
 pub mod chains;
 mod clock;
@@ -24,6 +25,7 @@ mod sinks;
 mod stall;
 mod state_dump;
 pub mod stats;
+mod totals;
 
 pub use config::{PlannerConfig, timers_of};
 pub use control::Progress;
@@ -31,6 +33,7 @@ pub use error::PlannerError;
 pub use ingress::{Input, InputCounters};
 pub use membership::Event;
 pub use sinks::{DiscardSink, JsonLinesSink, SinkOutput};
+pub use totals::{Totals, WorkerInfo};
 
 use crate::request::Request;
 use crate::routing::{Routing, RoutingPlan};
@@ -61,6 +64,12 @@ struct Shared {
     sink_records: AtomicU64,
     sink_error: Mutex<Option<std::io::Error>>,
     stopping: AtomicBool,
+    /// Bytes of records in the incoming queue.
+    queued_bytes: AtomicU64,
+    /// Set when the run reached its duration: queued requests are dropped, not dispatched.
+    discarding: AtomicBool,
+    /// Requests dropped so.
+    dropped: AtomicU64,
 }
 
 impl Shared {
@@ -73,6 +82,16 @@ impl Shared {
     fn send(&self, w: WorkerId, m: Message) {
         if let Some(Some(slot)) = lock(&self.workers).get(w.index()) {
             slot.link.send(m);
+        }
+    }
+
+    /// Records a failure to write sink records, and reports the first at once (the run's
+    /// result names it again at its end).
+    fn output_failed(&self, e: std::io::Error) {
+        let mut first = lock(&self.sink_error);
+        if first.is_none() {
+            tracing::error!("writing sink records failed: {e}; the run's output is incomplete");
+            *first = Some(e);
         }
     }
 
@@ -185,6 +204,9 @@ impl Planner {
             sink_records: AtomicU64::new(0),
             sink_error: Mutex::new(None),
             stopping: AtomicBool::new(false),
+            queued_bytes: AtomicU64::new(0),
+            discarding: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
         });
         spawn_acceptor(shared.clone(), listener);
         Ok(Self {
@@ -203,6 +225,11 @@ impl Planner {
     /// The address workers join.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The cluster secret and TLS of its links (workers started by this process use them).
+    pub fn security(&self) -> &clasp_wire::Security {
+        &self.shared.config.security
     }
 
     /// The pipeline.

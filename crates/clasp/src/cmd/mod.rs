@@ -1,13 +1,16 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bounds;
 pub mod check;
+pub mod config;
 pub mod cut;
 pub mod duration;
 pub mod edge;
 pub mod r#gen;
 pub mod plan;
 pub mod run;
+pub mod security;
 pub mod sim;
 pub mod worker;
 
