@@ -1,6 +1,7 @@
 //! Inputs as sequences of lines: files, in-memory corpora, and the applications' generators
 //! all implement [`LineSource`], which the runtime's ingress, the local driver and the
-//! simulator read from.
+//! simulator read from. The runtime reads its inputs through the source API
+//! ([`crate::source::Source`]), which line sources join through [`crate::source::Lines`].
 
 use std::io::{self, BufRead, BufReader, Read};
 
@@ -18,6 +19,7 @@ pub trait LineSource: Send {
     fn next_record(&mut self, rec: &mut InputRecord) -> io::Result<Next> {
         rec.keyed = false;
         rec.origin_ns = None;
+        rec.time = None;
         Ok(if self.next_line(&mut rec.value)? { Next::Record } else { Next::End })
     }
 }
@@ -45,6 +47,8 @@ pub struct InputRecord {
     /// When the record's chain started (ns since the Unix epoch, the runtime's clock), if
     /// earlier than its arrival here: end-to-end latency then counts from it.
     pub origin_ns: Option<u64>,
+    /// The record's event time, if its source knows it (see [`crate::time`]).
+    pub time: Option<u64>,
 }
 
 /// Lines of a file or any reader.

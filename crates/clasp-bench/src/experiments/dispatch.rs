@@ -219,7 +219,7 @@ fn run_syn(
     c.planner.install(RoutingPlan { epoch: 1, placement, keys }).map_err(|e| err(&e))?;
     let input = Input {
         source: SourceId(0),
-        reader: Box::new(MemoryLines::new(lines, 0, 1)),
+        reader: clasp_core::source::from_lines(Box::new(MemoryLines::new(lines, 0, 1)), None),
         rate: Box::new(|_| None),
     };
     let watch = admin.then(|| Watch::start(p)).transpose()?;

@@ -1,6 +1,9 @@
 //! The planner's settings.
 
 use crate::wire::{self, WorkerSettings};
+use clasp_core::Pipeline;
+use clasp_core::operator::{Registry, RegistryError};
+use clasp_core::time::TimerUse;
 use clasp_wire::Security;
 
 /// Planner settings.
@@ -36,9 +39,17 @@ pub struct PlannerConfig {
     pub interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Window over which observed statistics are averaged (s).
     pub stats_window_s: f64,
+    /// The timers each operator uses, by operator id (see [`timers_of`]); empty when unknown,
+    /// and then every operator's timers are fired as if it used event-time timers.
+    pub timers: Vec<TimerUse>,
     /// The cluster secret and TLS of every link (a cluster started here with no secret
     /// generates one; see `cluster::Cluster::start`).
     pub security: Security,
+}
+
+/// The timers the operators of `p` use, from their implementations in `registry`.
+pub fn timers_of(p: &Pipeline, registry: &Registry) -> Result<Vec<TimerUse>, RegistryError> {
+    Ok(registry.instantiate_all(p)?.iter().map(|o| o.timers()).collect())
 }
 
 impl Default for PlannerConfig {
@@ -66,6 +77,7 @@ impl Default for PlannerConfig {
             drain_grace: std::time::Duration::from_secs(5),
             interrupt: std::sync::Arc::default(),
             stats_window_s: 10.0,
+            timers: Vec::new(),
             security: Security::insecure(),
         }
     }

@@ -123,6 +123,40 @@ impl Planner {
         parts: &clasp_core::placement::MigrationPlan,
     ) -> Result<stats::MigrationRecord, PlannerError> {
         self.check_groups(&plan)?;
+        self.hold_firings();
+        let result = self.migrate_now(plan, parts);
+        lock(&self.shared.clock).resume();
+        self.shared.poll_clock();
+        result
+    }
+
+    /// Holds new firings of timers back and waits for the one running, so that no timer
+    /// fires while key groups move.
+    fn hold_firings(&self) {
+        lock(&self.shared.clock).pause();
+        let mut chains = lock(&self.shared.chains);
+        loop {
+            let firing = {
+                let mut clock = lock(&self.shared.clock);
+                clock.poll(&mut chains, now_ns());
+                clock.is_firing()
+            };
+            if !firing {
+                return;
+            }
+            chains = clasp_core::sync::wait_timeout(
+                &self.shared.chains_done,
+                chains,
+                Duration::from_millis(20),
+            );
+        }
+    }
+
+    fn migrate_now(
+        &mut self,
+        plan: RoutingPlan,
+        parts: &clasp_core::placement::MigrationPlan,
+    ) -> Result<stats::MigrationRecord, PlannerError> {
         let issued = Instant::now();
         let epoch = plan.epoch;
         let involved: Vec<WorkerId> = parts.workers.iter().map(|p| p.worker).collect();
@@ -192,6 +226,8 @@ impl Planner {
         self.origin = started;
         self.origin_ns = now_ns();
         *lock(&self.shared.chains) = Chains::new(self.origin_ns);
+        *lock(&self.shared.clock) =
+            super::clock::Clock::new(&self.shared.pipeline, &self.shared.config.timers);
         self.shared.discarding.store(false, Ordering::Release);
         self.shared.dropped.store(0, Ordering::Release);
         let (queue_tx, queue_rx) =
@@ -260,7 +296,8 @@ impl Planner {
                 (c.in_flight(), c.completed)
             };
             let drained = inputs_done && dispatcher.is_finished();
-            if drained && in_flight == 0 {
+            self.shared.poll_clock();
+            if drained && in_flight == 0 && lock(&self.shared.clock).finished() {
                 break;
             }
             let grace = self.shared.config.drain_grace;

@@ -35,6 +35,7 @@ pub(super) fn spawn_dispatcher(
             let not_a_worker = WorkerId(u32::MAX);
             let mut rng = independent_stream(shared.config.settings.seed, 0xd15);
             let mut parts: Vec<(WorkerId, Request)> = Vec::new();
+            let mut last_chain = None;
             let max_bytes = shared.config.max_in_flight_bytes;
             while let Ok(item) = queue.recv() {
                 let bytes = item.batch.byte_len() as u64;
@@ -59,6 +60,7 @@ pub(super) fn spawn_dispatcher(
                     }
                     c.open(item.origin_ns.unwrap_or_else(now_ns), bytes)
                 };
+                last_chain = Some(chain);
                 let routing = shared.routing();
                 let outs = &entries[item.source.index()];
                 let mut records = Some(item.batch);
@@ -73,6 +75,7 @@ pub(super) fn spawn_dispatcher(
                             let batch = take_or_clone(&mut records, i + 1 == outs.len());
                             let mut req = Request::new(op, port, chain, routing.epoch, batch);
                             req.credit = share;
+                            req.watermark = item.watermark;
                             parts.extend(migration::reroute(req, &routing, not_a_worker, &mut rng));
                         }
                         Endpoint::Sink(s) => {
@@ -91,6 +94,9 @@ pub(super) fn spawn_dispatcher(
                 for (w, req) in parts.drain(..) {
                     shared.send(w, Message::Request(req));
                 }
+                if item.advanced != item.watermark {
+                    lock(&shared.clock).dispatched(chain, item.source, item.advanced);
+                }
                 if leftover > 0 {
                     shared.settle(&[wire::CreditReturn {
                         chain,
@@ -98,7 +104,10 @@ pub(super) fn spawn_dispatcher(
                         done_ns: now_ns(),
                     }]);
                 }
+                shared.poll_clock();
             }
+            lock(&shared.clock).inputs_ended(last_chain);
+            shared.poll_clock();
         })
         .expect("spawn dispatcher")
 }

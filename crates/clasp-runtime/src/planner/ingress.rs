@@ -1,12 +1,15 @@
 //! The inputs: one thread per source reads its records into input requests, paced by the
-//! source's rate, into the planner's incoming queue.
+//! source's rate, into the planner's incoming queue. Each request carries the source's
+//! watermark when it entered and after its records (see `clock`).
 
 use super::{PlannerError, Shared};
 use crate::source::{Pacer, RateFn};
 use clasp_core::Batch;
 use clasp_core::SourceId;
-use clasp_core::input::{InputRecord, LineSource, Next};
+use clasp_core::input::{InputRecord, Next};
+use clasp_core::source::{self, Source};
 use clasp_core::sync::lock;
+use clasp_core::time::BoundedOutOfOrderness;
 use crossbeam_channel::Sender;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,8 +32,8 @@ pub struct InputCounters {
 pub struct Input {
     /// The source it feeds.
     pub source: SourceId,
-    /// Its records.
-    pub reader: Box<dyn LineSource>,
+    /// Its records (a line source joins through [`clasp_core::source::from_lines`]).
+    pub reader: Box<dyn Source>,
     /// How fast (requests/s over time).
     pub rate: RateFn,
 }
@@ -47,6 +50,10 @@ pub(super) struct Queued {
     pub(super) batch: Batch,
     /// When the oldest record's chain started, if before the planner read it.
     pub(super) origin_ns: Option<u64>,
+    /// The source's watermark before these records (their lateness is judged against it).
+    pub(super) watermark: Option<u64>,
+    /// The source's watermark after them.
+    pub(super) advanced: Option<u64>,
 }
 
 /// Bytes of a request frame besides its records: the message's fields and each record's
@@ -76,12 +83,15 @@ pub(super) fn spawn_ingress(
             let max_queued = shared.config.max_queued_bytes;
             let mut pacer = Pacer::new(std::mem::replace(&mut input.rate, Box::new(|_| None)));
             let mut rec = InputRecord::default();
+            let mut bounded = BoundedOutOfOrderness::new(source.out_of_orderness);
+            let mut watermark = None;
             let mut oversized = 0u64;
             loop {
                 let mut batch = Batch::with_capacity(batch_size.min(4096), 64 << 10);
                 let mut origin_ns: Option<u64> = None;
                 while batch.len() < batch_size {
                     if !pending {
+                        source::reset(&mut rec);
                         match input.reader.next_record(&mut rec) {
                             Ok(Next::Record) => pending = true,
                             Ok(Next::Idle) if batch.is_empty() => {
@@ -118,7 +128,10 @@ pub(super) fn spawn_ingress(
                     if !batch.is_empty() && batch.byte_len() + size > max_bytes {
                         break;
                     }
-                    batch.push(key, &rec.value);
+                    batch.push_timed(key, &rec.value, rec.time);
+                    if let Some(t) = rec.time {
+                        bounded.observe(t);
+                    }
                     pending = false;
                     if let Some(o) = rec.origin_ns {
                         origin_ns = Some(origin_ns.map_or(o, |m| m.min(o)));
@@ -159,7 +172,15 @@ pub(super) fn spawn_ingress(
                     std::thread::sleep(Duration::from_millis(1));
                 }
                 shared.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
-                let mut item = Queued { source: input.source, batch, origin_ns };
+                let entered = watermark;
+                watermark = input.reader.watermark().or_else(|| bounded.watermark()).max(watermark);
+                let mut item = Queued {
+                    source: input.source,
+                    batch,
+                    origin_ns,
+                    watermark: entered,
+                    advanced: watermark,
+                };
                 // A full queue holds the source back (unthrottled input retries).
                 loop {
                     match queue.send_timeout(item, Duration::from_millis(50)) {

@@ -13,7 +13,7 @@ mod routing;
 
 pub use limits::Limits;
 pub use migration::{MigrationData, MigrationDone, MigrationOrder, StateGroup};
-pub use request::Request;
+pub use request::{Fire, Request};
 pub use routing::RoutingPlan;
 
 use crate::frame::Protocol;
@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 pub const PROTOCOL: Protocol = Protocol {
     name: "clasp",
     magic: *b"CLASP\x00\r\n",
-    version: 3,
+    version: 4,
     on_mismatch: "connection refused",
 };
 
