@@ -142,8 +142,7 @@ impl Scheduler {
 
     /// Gives back an instance of `op`; wakes a pause waiting for the last execution.
     fn release(&self, op: usize) {
-        self.running[op].0.fetch_sub(1, Ordering::SeqCst);
-        if self.paused.load(Ordering::SeqCst) && self.running_total() == 0 {
+        if self.give_back(op) {
             let _g = self.lock();
             self.drained.notify_all();
         }
@@ -151,10 +150,15 @@ impl Scheduler {
 
     /// [`Self::release`] for a caller holding the queue's lock.
     fn release_locked(&self, op: usize) {
-        self.running[op].0.fetch_sub(1, Ordering::SeqCst);
-        if self.paused.load(Ordering::SeqCst) && self.running_total() == 0 {
+        if self.give_back(op) {
             self.drained.notify_all();
         }
+    }
+
+    /// Gives back an instance of `op`; whether a pause now waits for nothing more.
+    fn give_back(&self, op: usize) -> bool {
+        self.running[op].0.fetch_sub(1, Ordering::SeqCst);
+        self.paused.load(Ordering::SeqCst) && self.running_total() == 0
     }
 
     /// Enqueues requests (stamping their arrival) and wakes executors for them.
