@@ -1,5 +1,6 @@
 //! Word count: `wc.split` turns a line into lower-case words (maximal runs of alphanumeric
-//! characters), `wc.count` counts each word in keyed state.
+//! characters), `wc.count` counts each word in keyed state, and `wc.running_count` counts
+//! the same way and emits every updated count (the changelog a Kafka sink writes).
 
 use clasp_core::rng::{SeededRng, independent_stream};
 use clasp_core::{Batch, Context, Operator, Registry};
@@ -73,10 +74,28 @@ impl Operator for Count {
     }
 }
 
-/// Registers `wc.split` and `wc.count`.
+/// `wc.running_count`: counts each word like [`Count`] and emits `(word, count)` after every
+/// update, the count in decimal: a word's latest record holds its count so far.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunningCount;
+
+impl Operator for RunningCount {
+    type State = u64;
+    fn process(&self, input: &Batch, ctx: &mut Context<'_, u64>) {
+        for r in input.iter() {
+            let count = ctx.state(r);
+            *count += 1;
+            let count = count.to_string();
+            ctx.emit(r.key, count.as_bytes());
+        }
+    }
+}
+
+/// Registers `wc.split`, `wc.count` and `wc.running_count`.
 pub fn register(r: &mut Registry) {
     r.register_operator("wc.split", Split);
     r.register_operator("wc.count", Count);
+    r.register_operator("wc.running_count", RunningCount);
 }
 
 /// Words in the generated corpus's vocabulary.
@@ -165,6 +184,39 @@ mod tests {
         assert_eq!(words("Ünïcode Straße—ok"), ["ünïcode", "straße", "ok"]);
         let long = "A".repeat(100);
         assert_eq!(words(&long), [long.to_lowercase()]);
+    }
+
+    #[test]
+    fn running_counts_emit_every_count_of_every_word() {
+        let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../../pipelines/kafka/wc-counts.toml");
+        let p = clasp_core::spec::load(spec.as_ref()).unwrap();
+        let options = clasp_core::local::LocalOptions::default();
+        let mut d = clasp_core::local::LocalDriver::new(&p, &crate::registry(), options).unwrap();
+        let lines = ["a B a", "b, a c", "", "C a"];
+        for line in lines {
+            d.push(p.sources[0].id, b"", line.as_bytes());
+        }
+        d.finish();
+        // From scratch: the n-th occurrence of a word emits n.
+        let mut seen = std::collections::BTreeMap::<String, u64>::new();
+        let mut expected = Vec::new();
+        for line in lines {
+            for w in words(line) {
+                let n = seen.entry(w.clone()).or_default();
+                *n += 1;
+                expected.push((w, n.to_string()));
+            }
+        }
+        let mut got: Vec<(String, String)> = d
+            .sink_records_named("counts")
+            .iter()
+            .map(|r| {
+                (String::from_utf8_lossy(r.key).into(), String::from_utf8_lossy(r.value).into())
+            })
+            .collect();
+        got.sort();
+        expected.sort();
+        assert_eq!(got, expected);
     }
 
     #[test]

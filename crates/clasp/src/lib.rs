@@ -38,6 +38,9 @@ pub use clasp_core::operator::{
 pub use clasp_core::source::{Source, SourceError, SourcePosition};
 pub use clasp_core::time::{TimeDomain, Timer, TimerUse};
 pub use clasp_core::{self as core, Pipeline};
+/// The Kafka connectors (cargo feature `kafka`).
+#[cfg(feature = "kafka")]
+pub use clasp_kafka as kafka;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;

@@ -15,6 +15,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("clasp-runtime", &["clasp-core", "clasp-plan", "clasp-wire"]),
     ("clasp-sim", &["clasp-core", "clasp-plan"]),
     ("clasp-admin", &["clasp-core", "clasp-runtime"]),
+    ("clasp-kafka", &["clasp-core", "clasp-runtime"]),
     ("clasp-fuzz", &["clasp-core", "clasp-plan", "clasp-wire", "clasp-apps"]),
     ("clasp-edge", &["clasp-core", "clasp-plan", "clasp-wire", "clasp-runtime", "clasp-apps"]),
     (
@@ -42,6 +43,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "clasp-edge",
             "clasp-bench",
             "clasp-admin",
+            "clasp-kafka",
         ],
     ),
 ];

@@ -187,7 +187,7 @@ fn bad_run_arguments_fail_before_anything_starts() {
     fails(&[wc, "--rescale-at", "100:0"], "at least 1 worker");
     fails(&[wc, "--rescale-at", "100:11"], "more workers than --max-workers 10");
     fails(&[wc, "--service-time", "splitt=4"], "no operator `splitt`");
-    fails(&[wc, "--input", "lines=nope"], "expected file:PATH or gen[:COUNT]");
+    fails(&[wc, "--input", "lines=nope"], "expected file:PATH, gen[:COUNT] or kafka:BROKERS/TOPIC");
     fails(&[wc, "--input", "rows=gen"], "has no source `rows`");
     let trace = tmp("bad-trace.txt");
     std::fs::write(&trace, "2 100\nthree 5\n").unwrap();

@@ -18,8 +18,10 @@ pub struct Args {
     /// Executor slots per worker.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Cluster")]
     pub slots: u32,
-    /// Input of a source: `[SOURCE=]file:PATH` (lines of a file) or `[SOURCE=]gen[:COUNT]`
-    /// (the application's seeded generator, default 100000 records). Repeat per source.
+    /// Input of a source: `[SOURCE=]file:PATH` (lines of a file), `[SOURCE=]gen[:COUNT]`
+    /// (the application's seeded generator, default 100000 records) or
+    /// `[SOURCE=]kafka:BROKERS/TOPIC[?start=earliest|latest|P:O,…&stop=latest|never&partitions=P,…]`
+    /// (a Kafka topic, with the `kafka` feature). Repeat per source.
     #[arg(long, value_name = "SPEC", help_heading = "Input")]
     pub input: Vec<String>,
     /// Input requests per second (the maximum for burst and gradual); without it the input is
@@ -54,7 +56,7 @@ pub struct Args {
     /// Seed for generators, patterns and routing draws.
     #[arg(long, default_value_t = 1, help_heading = "Input")]
     pub seed: u64,
-    /// Write sink records here as JSON lines.
+    /// Write sink records here as JSON lines, or to a Kafka topic: `kafka:BROKERS/TOPIC`.
     #[arg(long, help_heading = "Output")]
     pub output: Option<PathBuf>,
     /// Write the final keyed state here as JSON lines.

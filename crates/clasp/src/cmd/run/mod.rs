@@ -28,6 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod args;
+mod kafka;
 pub use args::{Args, ScalingMode};
 
 /// Applies `--service-time` overrides.
@@ -98,6 +99,11 @@ fn open_input(
     };
     let name = &p.sources[id.index()].name;
     let event_time = registry.event_times(p).map_err(|e| anyhow!("{e}"))?[id.index()].clone();
+    if let Some(kafka) = what.strip_prefix(kafka::PREFIX) {
+        let source = kafka::source(kafka, &p.sources[id.index()], event_time)
+            .with_context(|| format!("--input `{spec}`"))?;
+        return Ok((id, source));
+    }
     let lines: Box<dyn LineSource> = if let Some(path) = what.strip_prefix("file:") {
         if !preload {
             let file = FileSource::open(path.as_ref())
@@ -124,7 +130,10 @@ fn open_input(
         return Ok((id, source));
     } else {
         let kinds: Vec<String> = registry.source_names().map(|k| format!(", {k}:ARG")).collect();
-        bail!("--input `{spec}`: expected file:PATH or gen[:COUNT]{}", kinds.concat());
+        bail!(
+            "--input `{spec}`: expected file:PATH, gen[:COUNT] or kafka:BROKERS/TOPIC{}",
+            kinds.concat()
+        );
     };
     if !preload {
         return Ok((id, from_lines(lines, event_time)));
@@ -389,9 +398,13 @@ pub fn run_planner(args: &Args) -> Result<()> {
 
 fn execute(args: &Args, launch: Launch) -> Result<()> {
     let (job, inputs) = job(args, launch)?;
-    let sink: Box<dyn SinkOutput> = match &args.output {
-        Some(path) => Box::new(JsonLinesSink(create(path, "--output")?)),
-        None => Box::new(DiscardSink),
+    let kafka_output = args.output.as_ref().and_then(|p| p.to_str()?.strip_prefix(kafka::PREFIX));
+    let sink: Box<dyn SinkOutput> = match (&args.output, kafka_output) {
+        (Some(_), Some(spec)) => {
+            kafka::sink(spec).with_context(|| format!("--output `{}{spec}`", kafka::PREFIX))?
+        }
+        (Some(path), None) => Box::new(JsonLinesSink(create(path, "--output")?)),
+        (None, _) => Box::new(DiscardSink),
     };
     let mut dump = args.state_dump.as_ref().map(|p| create(p, "--state-dump")).transpose()?;
     let name = job.pipeline.name.clone();

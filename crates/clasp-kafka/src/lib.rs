@@ -1,0 +1,29 @@
+//! Kafka connectors of clasp: [`KafkaSource`] reads a topic on the source API (record key and
+//! value, the record timestamp as event time, the next offset of every partition as the replay
+//! position a checkpoint stores), and [`KafkaSink`] writes the records reaching a pipeline's
+//! sinks to a topic. Both take the spec after `kafka:` in `--input` and `--output`
+//! ([`address`]), and speak the Kafka protocol through `rskafka`. [`topics`] creates topics
+//! and produces records for scripts and tests.
+
+pub mod address;
+mod connect;
+pub mod error;
+pub mod position;
+pub mod sink;
+pub mod source;
+pub mod topics;
+
+pub use address::KafkaAddress;
+pub use error::KafkaError;
+pub use sink::KafkaSink;
+pub use source::{KafkaSource, SourceOptions};
+
+/// The source of `--input kafka:SPEC`.
+pub fn open_source(spec: &str, options: SourceOptions) -> Result<KafkaSource, KafkaError> {
+    KafkaSource::open(KafkaAddress::parse(spec, false)?, options)
+}
+
+/// The sink of `--output kafka:SPEC`.
+pub fn open_sink(spec: &str) -> Result<KafkaSink, KafkaError> {
+    KafkaSink::open(KafkaAddress::parse(spec, true)?)
+}

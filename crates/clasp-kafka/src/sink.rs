@@ -1,0 +1,211 @@
+//! The Kafka sink: the records reaching a pipeline's sinks, written to one topic. A record's
+//! key picks its partition as Kafka's own clients do (murmur2 of the key, so a key's records
+//! stay in order in one partition); unkeyed records go round the partitions. The sink's name
+//! travels in header `clasp-sink`; the record's event time, when it has one, is the Kafka
+//! timestamp (taken as ms since the Unix epoch), the time of writing otherwise. Records are
+//! sent in batches of up to [`BATCH_RECORDS`] and every batch is acknowledged by the partition
+//! leader before the next: a run's end flushes the rest.
+
+use crate::address::KafkaAddress;
+use crate::connect::Connection;
+use crate::error::KafkaError;
+use clasp_core::Batch;
+use clasp_runtime::planner::SinkOutput;
+use rskafka::chrono::DateTime;
+use rskafka::client::partition::{Compression, PartitionClient};
+use rskafka::record::Record;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Records buffered before they are sent.
+pub const BATCH_RECORDS: usize = 8192;
+
+/// Bytes buffered before they are sent.
+const BATCH_BYTES: usize = 1 << 20;
+
+/// The header naming the pipeline sink a record reached.
+pub const SINK_HEADER: &str = "clasp-sink";
+
+/// Writes sink records to a topic.
+pub struct KafkaSink {
+    connection: Connection,
+    partitions: Vec<(i32, Arc<PartitionClient>)>,
+    pending: Vec<Vec<Record>>,
+    pending_records: usize,
+    pending_bytes: usize,
+    next_unkeyed: usize,
+    written: u64,
+}
+
+impl std::fmt::Debug for KafkaSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaSink")
+            .field("address", &self.connection.address)
+            .field("written", &self.written)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaSink {
+    /// Connects and checks that the topic exists.
+    pub fn open(address: KafkaAddress) -> Result<Self, KafkaError> {
+        let connection = Connection::open(address)?;
+        let ids = connection.partitions()?;
+        let partitions = ids
+            .iter()
+            .map(|&id| connection.partition(id).map(|c| (id, c)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let pending = vec![Vec::new(); partitions.len()];
+        Ok(Self {
+            connection,
+            partitions,
+            pending,
+            pending_records: 0,
+            pending_bytes: 0,
+            next_unkeyed: 0,
+            written: 0,
+        })
+    }
+
+    /// Records acknowledged by the cluster so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    fn partition_of(&mut self, key: &[u8]) -> usize {
+        let n = self.partitions.len();
+        if key.is_empty() {
+            self.next_unkeyed = (self.next_unkeyed + 1) % n;
+            return self.next_unkeyed;
+        }
+        (murmur2(key) & 0x7fff_ffff) as usize % n
+    }
+
+    /// Sends every buffered record, all partitions at once, and waits for the acknowledgements.
+    fn send(&mut self) -> Result<(), KafkaError> {
+        let batches: Vec<(usize, Arc<PartitionClient>, Vec<Record>)> = self
+            .pending
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(i, b)| (i, self.partitions[i].1.clone(), std::mem::take(b)))
+            .collect();
+        let results = self.connection.runtime.block_on(async move {
+            let mut set = tokio::task::JoinSet::new();
+            for (i, client, records) in batches {
+                let n = records.len();
+                set.spawn(async move {
+                    (i, n, client.produce(records, Compression::NoCompression).await)
+                });
+            }
+            let mut results = Vec::new();
+            while let Some(done) = set.join_next().await {
+                results.push(done);
+            }
+            results
+        });
+        self.pending_records = 0;
+        self.pending_bytes = 0;
+        let mut first_error = None;
+        for done in results {
+            let (i, n, result) = done.map_err(|e| KafkaError::Runtime(std::io::Error::other(e)))?;
+            match result {
+                Ok(_) => self.written += n as u64,
+                Err(source) => {
+                    first_error.get_or_insert(KafkaError::Partition {
+                        operation: "producing",
+                        topic: self.connection.address.topic.clone(),
+                        partition: self.partitions[i].0,
+                        source,
+                    });
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl SinkOutput for KafkaSink {
+    fn write(&mut self, name: &str, batch: &Batch) -> std::io::Result<()> {
+        let now_ms = i64::try_from(clasp_core::time::now_ns() / 1_000_000).unwrap_or(i64::MAX);
+        let now = DateTime::from_timestamp_millis(now_ms).unwrap_or_default();
+        let headers: BTreeMap<String, Vec<u8>> =
+            [(SINK_HEADER.to_owned(), name.as_bytes().to_vec())].into();
+        for (r, time) in batch.iter_timed() {
+            let timestamp = time
+                .and_then(|t| i64::try_from(t).ok())
+                .and_then(DateTime::from_timestamp_millis)
+                .unwrap_or(now);
+            let i = self.partition_of(r.key);
+            self.pending[i].push(Record {
+                key: (!r.key.is_empty()).then(|| r.key.to_vec()),
+                value: Some(r.value.to_vec()),
+                headers: headers.clone(),
+                timestamp,
+            });
+            self.pending_records += 1;
+            self.pending_bytes += r.key.len() + r.value.len();
+            if self.pending_records >= BATCH_RECORDS || self.pending_bytes >= BATCH_BYTES {
+                self.send()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(self.send()?)
+    }
+}
+
+/// Kafka's murmur2 (the hash of its clients' default partitioner, `Utils.murmur2`).
+pub fn murmur2(data: &[u8]) -> i32 {
+    const M: i32 = 0x5bd1_e995;
+    const SEED: u32 = 0x9747_b28c;
+    // Kafka hashes the length as a Java int; a key is far below 2 GiB (it fits one frame).
+    let mut h = (SEED as i32) ^ (data.len() as i32);
+    let mut chunks = data.chunks_exact(4);
+    for c in chunks.by_ref() {
+        let mut k = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        k = k.wrapping_mul(M);
+        k ^= ((k as u32) >> 24) as i32;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    let rest = chunks.remainder();
+    if rest.len() == 3 {
+        h ^= i32::from(rest[2]) << 16;
+    }
+    if rest.len() >= 2 {
+        h ^= i32::from(rest[1]) << 8;
+    }
+    if let Some(&b) = rest.first() {
+        h ^= i32::from(b);
+        h = h.wrapping_mul(M);
+    }
+    h ^= ((h as u32) >> 13) as i32;
+    h = h.wrapping_mul(M);
+    h ^= ((h as u32) >> 15) as i32;
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::murmur2;
+
+    /// The cases of Kafka's own `UtilsTest.testMurmur2`.
+    #[test]
+    fn murmur2_matches_kafkas_clients() {
+        let cases: [(&[u8], i32); 6] = [
+            (b"21", -973_932_308),
+            (b"foobar", -790_332_482),
+            (b"a-little-bit-long-string", -985_981_536),
+            (b"a-little-bit-longer-string", -1_486_304_829),
+            (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58_897_971),
+            (b"abc", 479_470_107),
+        ];
+        for (data, hash) in cases {
+            assert_eq!(murmur2(data), hash, "{}", String::from_utf8_lossy(data));
+        }
+    }
+}

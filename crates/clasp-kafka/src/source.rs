@@ -1,0 +1,271 @@
+//! The Kafka source: records of a topic's partitions, interleaved one at a time, key and value
+//! as the record's, the record timestamp (ms since the Unix epoch) as event time, and the next
+//! offset of every partition as the replay position.
+
+use crate::address::{KafkaAddress, Start, Stop};
+use crate::connect::Connection;
+use crate::error::KafkaError;
+use crate::position;
+use clasp_core::input::{InputRecord, Next};
+use clasp_core::registry::EventTimeFn;
+use clasp_core::source::{Source, SourceError, SourcePosition};
+use rskafka::client::partition::{OffsetAt, PartitionClient};
+use rskafka::record::RecordAndOffset;
+use std::collections::{BTreeMap, VecDeque};
+use std::io;
+use std::sync::Arc;
+
+/// Most bytes one fetch asks of one partition.
+const FETCH_BYTES: i32 = 1 << 20;
+
+/// How long a fetch waits on the broker for new records when a partition has none.
+const FETCH_WAIT_MS: i32 = 100;
+
+/// How the source maps records.
+#[derive(Clone, Default)]
+pub struct SourceOptions {
+    /// Reads each record's event time from its value (the spec's `event_time`); without it,
+    /// the record timestamp is the event time.
+    pub event_time: Option<EventTimeFn>,
+    /// Whether the Kafka record key keys the clasp record; when the spec's source has a
+    /// `key_field`, it keys records instead and this is false.
+    pub record_keys: bool,
+}
+
+impl std::fmt::Debug for SourceOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceOptions")
+            .field("event_time", &self.event_time.is_some())
+            .field("record_keys", &self.record_keys)
+            .finish()
+    }
+}
+
+/// One partition being read.
+struct Partition {
+    id: i32,
+    client: Arc<PartitionClient>,
+    /// The next offset to hand out.
+    next: i64,
+    /// Where a bounded read ends (exclusive).
+    end: Option<i64>,
+    buffered: VecDeque<RecordAndOffset>,
+}
+
+impl Partition {
+    fn finished(&self) -> bool {
+        self.buffered.is_empty() && self.end.is_some_and(|end| self.next >= end)
+    }
+}
+
+/// Records of a topic on the source API.
+pub struct KafkaSource {
+    connection: Connection,
+    partitions: Vec<Partition>,
+    /// The partition the next record is taken from.
+    turn: usize,
+    options: SourceOptions,
+}
+
+impl std::fmt::Debug for KafkaSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaSource")
+            .field("address", &self.connection.address)
+            .field("next", &self.next_offsets())
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaSource {
+    /// Connects, checks the topic and its partitions, and finds where each begins and ends.
+    pub fn open(address: KafkaAddress, options: SourceOptions) -> Result<Self, KafkaError> {
+        let connection = Connection::open(address)?;
+        let all = connection.partitions()?;
+        let address = &connection.address;
+        let chosen = match &address.partitions {
+            Some(list) => list.clone(),
+            None => all.clone(),
+        };
+        let mut partitions = Vec::with_capacity(chosen.len());
+        for id in chosen {
+            if !all.contains(&id) {
+                return Err(KafkaError::NoSuchPartition {
+                    topic: address.topic.clone(),
+                    partition: id,
+                    count: all.len(),
+                });
+            }
+            let client = connection.partition(id)?;
+            let offset = |at: OffsetAt| {
+                connection.runtime.block_on(client.get_offset(at)).map_err(|source| {
+                    KafkaError::Partition {
+                        operation: "reading the offsets",
+                        topic: address.topic.clone(),
+                        partition: id,
+                        source,
+                    }
+                })
+            };
+            let (earliest, latest) = (offset(OffsetAt::Earliest)?, offset(OffsetAt::Latest)?);
+            let next = match &address.start {
+                Start::Earliest => earliest,
+                Start::Latest => latest,
+                Start::Offsets(map) => match map.get(&id) {
+                    Some(&o) if o < earliest || o > latest => {
+                        return Err(KafkaError::StartOutOfRange {
+                            topic: address.topic.clone(),
+                            partition: id,
+                            offset: o,
+                            earliest,
+                            latest,
+                        });
+                    }
+                    Some(&o) => o,
+                    None => earliest,
+                },
+            };
+            let end = (address.stop == Stop::Latest).then_some(latest);
+            partitions.push(Partition { id, client, next, end, buffered: VecDeque::new() });
+        }
+        if let Start::Offsets(map) = &address.start
+            && let Some(p) = map.keys().find(|p| !partitions.iter().any(|q| q.id == **p))
+        {
+            return Err(KafkaError::ForeignPartition {
+                topic: address.topic.clone(),
+                partition: *p,
+            });
+        }
+        Ok(Self { connection, partitions, turn: 0, options })
+    }
+
+    /// The next offset of every partition read.
+    pub fn next_offsets(&self) -> BTreeMap<i32, i64> {
+        self.partitions.iter().map(|p| (p.id, p.next)).collect()
+    }
+
+    /// Fetches from every partition that has nothing buffered and is not finished, at once;
+    /// returns how many records arrived.
+    fn fetch(&mut self) -> Result<usize, KafkaError> {
+        let wanted: Vec<(usize, Arc<PartitionClient>, i64)> = self
+            .partitions
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.buffered.is_empty() && !p.finished())
+            .map(|(i, p)| (i, p.client.clone(), p.next))
+            .collect();
+        let results = self.connection.runtime.block_on(async move {
+            let mut set = tokio::task::JoinSet::new();
+            for (i, client, next) in wanted {
+                set.spawn(async move {
+                    (i, client.fetch_records(next, 1..FETCH_BYTES, FETCH_WAIT_MS).await)
+                });
+            }
+            let mut results = Vec::new();
+            while let Some(done) = set.join_next().await {
+                results.push(done);
+            }
+            results
+        });
+        let mut arrived = 0;
+        for done in results {
+            let (i, result) = done.map_err(|e| KafkaError::Runtime(io::Error::other(e)))?;
+            let p = &mut self.partitions[i];
+            let (records, _high_watermark) = result.map_err(|source| KafkaError::Partition {
+                operation: "fetching records",
+                topic: self.connection.address.topic.clone(),
+                partition: p.id,
+                source,
+            })?;
+            let (next, end) = (p.next, p.end);
+            // A fetch returns whole batches: records before the offset asked for are dropped,
+            // and so are those past a bounded read's end.
+            p.buffered.extend(
+                records
+                    .into_iter()
+                    .filter(|r| r.offset >= next && end.is_none_or(|end| r.offset < end)),
+            );
+            arrived += p.buffered.len();
+        }
+        Ok(arrived)
+    }
+
+    /// Takes the next buffered record, partitions in turn.
+    fn take(&mut self) -> Option<(usize, RecordAndOffset)> {
+        let n = self.partitions.len();
+        for k in 0..n {
+            let i = (self.turn + k) % n;
+            if let Some(r) = self.partitions[i].buffered.pop_front() {
+                self.turn = (i + 1) % n;
+                return Some((i, r));
+            }
+        }
+        None
+    }
+
+    fn fill(&self, partition: i32, r: RecordAndOffset, rec: &mut InputRecord) -> io::Result<()> {
+        let Some(value) = r.record.value else {
+            return Err(KafkaError::BadRecord {
+                topic: self.connection.address.topic.clone(),
+                partition,
+                offset: r.offset,
+                why: "the record has no value (a tombstone), which is no clasp record",
+            }
+            .into());
+        };
+        rec.value = value;
+        if self.options.record_keys
+            && let Some(key) = r.record.key
+        {
+            rec.key = key;
+            rec.keyed = true;
+        }
+        rec.time = match &self.options.event_time {
+            Some(f) => f(&rec.value),
+            None => u64::try_from(r.record.timestamp.timestamp_millis()).ok(),
+        };
+        Ok(())
+    }
+}
+
+impl Source for KafkaSource {
+    fn next_record(&mut self, rec: &mut InputRecord) -> io::Result<Next> {
+        loop {
+            if let Some((i, r)) = self.take() {
+                let id = self.partitions[i].id;
+                self.partitions[i].next = r.offset + 1;
+                self.fill(id, r, rec)?;
+                return Ok(Next::Record);
+            }
+            if self.partitions.iter().all(Partition::finished) {
+                return Ok(Next::End);
+            }
+            if self.fetch()? == 0 {
+                return Ok(Next::Idle);
+            }
+        }
+    }
+
+    fn position(&self) -> SourcePosition {
+        SourcePosition(position::encode(&self.next_offsets()))
+    }
+
+    fn seek(&mut self, to: &SourcePosition) -> Result<(), SourceError> {
+        let topic = || self.connection.address.topic.clone();
+        let next = position::decode(&to.0)
+            .map_err(|source| io::Error::from(KafkaError::Seek { topic: topic(), source }))?;
+        if let Some(p) = next.keys().find(|p| !self.partitions.iter().any(|q| q.id == **p)) {
+            return Err(io::Error::from(KafkaError::ForeignPartition {
+                topic: topic(),
+                partition: *p,
+            })
+            .into());
+        }
+        for p in &mut self.partitions {
+            if let Some(&o) = next.get(&p.id) {
+                p.next = o;
+                p.buffered.clear();
+            }
+        }
+        Ok(())
+    }
+}

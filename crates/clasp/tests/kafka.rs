@@ -1,0 +1,314 @@
+//! Kafka connectors end to end on a real broker (`CLASP_KAFKA_BROKERS`, started by
+//! `scripts/kafka-broker.sh`; the tests that need one skip without it unless
+//! `CLASP_REQUIRE_KAFKA=1`): word count from a topic to a topic on three worker processes,
+//! rescaled mid-run, against a from-scratch count, and the errors of bad input.
+#![cfg(feature = "kafka")]
+
+use clasp::kafka::topics::{RawRecord, create_topic, produce};
+use clasp::kafka::{SourceOptions, open_source};
+use clasp::{Source, core::input::InputRecord, core::input::Next};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn clasp() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_clasp"))
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The broker, or `None` when there is none and none is required (the test then skips).
+fn broker() -> Option<String> {
+    let given = std::env::var("CLASP_KAFKA_BROKERS").ok().filter(|b| !b.is_empty());
+    let required =
+        std::env::var_os("CLASP_REQUIRE_KAFKA").is_some_and(|v| !v.is_empty() && v != "0");
+    match (given, required) {
+        (Some(b), _) => Some(b),
+        (None, true) => panic!(
+            "CLASP_REQUIRE_KAFKA is set but CLASP_KAFKA_BROKERS names no broker: start one with scripts/kafka-broker.sh (tansu, installed by scripts/setup.sh)"
+        ),
+        (None, false) => {
+            eprintln!(
+                "SKIPPED: no Kafka broker (start one with scripts/kafka-broker.sh and set CLASP_KAFKA_BROKERS; CLASP_REQUIRE_KAFKA=1 makes this a failure)"
+            );
+            None
+        }
+    }
+}
+
+/// A topic name unique to this test process and test.
+fn topic(name: &str) -> String {
+    format!("clasp-test-{}-{name}", std::process::id())
+}
+
+/// A WC corpus from `clasp gen wc`.
+fn corpus(lines: u64, seed: u64) -> Vec<String> {
+    let out = clasp()
+        .args(["gen", "wc", "--count", &lines.to_string(), "--seed", &seed.to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(str::to_owned).collect()
+}
+
+/// Word counts from scratch: maximal runs of alphanumeric characters, lower-cased.
+fn reference(lines: &[String]) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for line in lines {
+        for word in line.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            *counts.entry(word.to_lowercase()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// Every record of a topic, read to its current end: (key, value, event time).
+fn read_topic(broker: &str, topic: &str) -> Vec<(Vec<u8>, Vec<u8>, Option<u64>)> {
+    let options = SourceOptions { event_time: None, record_keys: true };
+    let mut source = open_source(&format!("{broker}/{topic}?stop=latest"), options).unwrap();
+    let mut rec = InputRecord::default();
+    let mut all = Vec::new();
+    loop {
+        clasp::core::source::reset(&mut rec);
+        match source.next_record(&mut rec).unwrap() {
+            Next::Record => all.push((rec.key.clone(), rec.value.clone(), rec.time)),
+            Next::Idle => {}
+            Next::End => return all,
+        }
+    }
+}
+
+fn run(args: &[String]) -> Output {
+    clasp().arg("run").args(args).output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The lines spread over three partitions, each record stamped with a distinct time.
+fn produce_lines(broker: &str, topic: &str, lines: &[String]) {
+    create_topic(broker, topic, 3).unwrap();
+    for partition in 0..3 {
+        let records =
+            lines.iter().enumerate().filter(|(i, _)| i % 3 == partition as usize).map(|(i, l)| {
+                RawRecord {
+                    key: None,
+                    value: Some(l.clone().into_bytes()),
+                    timestamp_ms: 1_700_000_000_000 + i as i64,
+                }
+            });
+        produce(broker, topic, partition, records, 2_000).unwrap();
+    }
+}
+
+/// WC reads 30,000 lines from a 3-partition topic on three worker processes, rescales
+/// 3 → 2 → 3 at input counts, and writes every updated count to another topic: each word's
+/// records there are its counts 1, 2, …, n exactly once (nothing lost, nothing twice), n being
+/// the from-scratch count.
+#[test]
+fn wc_from_topic_to_topic_on_three_worker_processes_with_rescaling() {
+    let Some(broker) = broker() else { return };
+    let (input, output) = (topic("wc-in"), topic("wc-out"));
+    let lines = corpus(30_000, 17);
+    produce_lines(&broker, &input, &lines);
+    create_topic(&broker, &output, 2).unwrap();
+    let stats = std::env::temp_dir().join(format!("clasp-kafka-{}-stats.json", std::process::id()));
+    let args: Vec<String> = [
+        root().join("pipelines/kafka/wc-counts.toml").display().to_string(),
+        "--workers".into(),
+        "3".into(),
+        "--processes".into(),
+        "--slots".into(),
+        "3".into(),
+        "--batch".into(),
+        "16".into(),
+        "--interval-ms".into(),
+        "100".into(),
+        "--rate".into(),
+        "800".into(),
+        "--rescale-at".into(),
+        "400:2,1200:3".into(),
+        "--input".into(),
+        format!("kafka:{broker}/{input}?stop=latest"),
+        "--output".into(),
+        format!("kafka:{broker}/{output}"),
+        "--stats".into(),
+        stats.display().to_string(),
+        "--no-admin".into(),
+        "--quiet".into(),
+    ]
+    .into();
+    let out = run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(s["summary"]["input_records"].as_u64(), Some(lines.len() as u64));
+    let steps: Vec<(u64, u64)> = s["scaling_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["from_workers"].as_u64().unwrap(), e["to_workers"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(steps, [(3, 2), (2, 3)]);
+    let mut emitted: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for (key, value, _) in read_topic(&broker, &output) {
+        let count = String::from_utf8(value).unwrap().parse().unwrap();
+        emitted.entry(String::from_utf8(key).unwrap()).or_default().push(count);
+    }
+    let expected = reference(&lines);
+    assert_eq!(emitted.len(), expected.len(), "distinct words in the output topic");
+    for (word, n) in &expected {
+        let mut counts = emitted.remove(word).unwrap_or_default();
+        counts.sort_unstable();
+        assert!(
+            counts.iter().copied().eq(1..=*n),
+            "`{word}`: counted {n} times, emitted {counts:?}"
+        );
+    }
+}
+
+/// The source hands out key, value and timestamp as produced, and its position replays: read
+/// part, note the position, read the rest, seek back and read the rest again.
+#[test]
+fn the_source_reads_records_as_produced_and_replays_from_its_position() {
+    let Some(broker) = broker() else { return };
+    let t = topic("replay");
+    create_topic(&broker, &t, 2).unwrap();
+    let records: Vec<RawRecord> = (0..500)
+        .map(|i| RawRecord {
+            key: (i % 2 == 0).then(|| format!("k{i}").into_bytes()),
+            value: Some(format!("v{i}").into_bytes()),
+            timestamp_ms: 1_000 + i,
+        })
+        .collect();
+    produce(&broker, &t, 0, records[..300].to_vec(), 64).unwrap();
+    produce(&broker, &t, 1, records[300..].to_vec(), 64).unwrap();
+    let options = SourceOptions { event_time: None, record_keys: true };
+    let mut source = open_source(&format!("{broker}/{t}?stop=latest"), options).unwrap();
+    let mut rec = InputRecord::default();
+    let mut read = |source: &mut dyn Source, n: usize| {
+        let mut got = Vec::new();
+        while got.len() < n {
+            clasp::core::source::reset(&mut rec);
+            match source.next_record(&mut rec).unwrap() {
+                Next::Record => {
+                    got.push((rec.keyed.then(|| rec.key.clone()), rec.value.clone(), rec.time))
+                }
+                Next::Idle => {}
+                Next::End => break,
+            }
+        }
+        got
+    };
+    let first = read(&mut source, 123);
+    let at = source.position();
+    let rest = read(&mut source, usize::MAX);
+    assert_eq!(first.len() + rest.len(), 500);
+    let mut all: Vec<_> = first.iter().chain(&rest).cloned().collect();
+    all.sort_by_key(|r| r.2);
+    let produced: Vec<_> = records
+        .iter()
+        .map(|r| (r.key.clone(), r.value.clone().unwrap(), Some(r.timestamp_ms as u64)))
+        .collect();
+    assert_eq!(all, produced);
+    source.seek(&at).unwrap();
+    assert_eq!(read(&mut source, usize::MAX), rest, "replayed from the position");
+    let start = format!("{broker}/{t}?stop=latest&start=0:290,1:199");
+    let mut late = open_source(&start, SourceOptions::default()).unwrap();
+    assert_eq!(read(&mut late, usize::MAX).len(), 10 + 1, "explicit start offsets");
+}
+
+fn fails(args: &[String], expected: &[&str]) {
+    let out = run(args);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    for e in expected {
+        assert!(err.contains(e), "{args:?}: expected `{e}` in:\n{err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+fn wc_args(extra: &[String]) -> Vec<String> {
+    let mut args = vec![root().join("pipelines/kafka/wc-counts.toml").display().to_string()];
+    args.extend(["--no-admin".to_owned(), "--quiet".to_owned()]);
+    args.extend_from_slice(extra);
+    args
+}
+
+/// `file:PATH` of a few lines.
+fn lines_file() -> String {
+    let path = std::env::temp_dir().join(format!("clasp-kafka-{}-lines.txt", std::process::id()));
+    std::fs::write(&path, "a b\nb c\n").unwrap();
+    format!("file:{}", path.display())
+}
+
+/// Nothing listens on port 1: the run fails at once, naming the address, for input and output.
+#[test]
+fn an_unreachable_broker_fails_fast_naming_its_address() {
+    let input = wc_args(&["--input".into(), "kafka:127.0.0.1:1/lines".into()]);
+    fails(
+        &input,
+        &["--input `kafka:127.0.0.1:1/lines`", "cannot reach the Kafka broker at 127.0.0.1:1"],
+    );
+    let output = wc_args(&[
+        "--input".into(),
+        lines_file(),
+        "--output".into(),
+        "kafka:127.0.0.1:1/counts".into(),
+    ]);
+    fails(
+        &output,
+        &["--output `kafka:127.0.0.1:1/counts`", "cannot reach the Kafka broker at 127.0.0.1:1"],
+    );
+    fails(
+        &wc_args(&["--input".into(), "kafka:localhost/lines".into()]),
+        &["broker `localhost` is not HOST:PORT"],
+    );
+    fails(
+        &wc_args(&["--input".into(), "kafka:127.0.0.1:1/lines?group=g".into()]),
+        &["unknown option `group`"],
+    );
+}
+
+#[test]
+fn a_missing_topic_is_named_with_the_topics_there_are() {
+    let Some(broker) = broker() else { return };
+    let there = topic("there");
+    create_topic(&broker, &there, 1).unwrap();
+    let missing = topic("missing");
+    let args = wc_args(&["--input".into(), format!("kafka:{broker}/{missing}")]);
+    fails(
+        &args,
+        &[&format!("topic `{missing}` does not exist on the Kafka cluster at {broker}"), &there],
+    );
+    let args = wc_args(&[
+        "--input".into(),
+        lines_file(),
+        "--output".into(),
+        format!("kafka:{broker}/{missing}"),
+    ]);
+    fails(&args, &[&format!("topic `{missing}` does not exist")]);
+    let args = wc_args(&["--input".into(), format!("kafka:{broker}/{there}?partitions=3")]);
+    fails(&args, &[&format!("topic `{there}` has no partition 3 (it has 1)")]);
+    let args = wc_args(&["--input".into(), format!("kafka:{broker}/{there}?start=0:5")]);
+    fails(&args, &["start offset 5", "outside its retained offsets 0..0"]);
+}
+
+/// A record without a value stops the run with an error naming its topic, partition and offset;
+/// the records before it were processed.
+#[test]
+fn a_record_without_a_value_stops_the_run_naming_its_offset() {
+    let Some(broker) = broker() else { return };
+    let t = topic("tombstone");
+    create_topic(&broker, &t, 1).unwrap();
+    let mut records: Vec<RawRecord> = (0..5)
+        .map(|i| RawRecord { key: None, value: Some(b"a b".to_vec()), timestamp_ms: i })
+        .collect();
+    records.push(RawRecord { key: Some(b"gone".to_vec()), value: None, timestamp_ms: 5 });
+    produce(&broker, &t, 0, records, 100).unwrap();
+    let args = wc_args(&["--input".into(), format!("kafka:{broker}/{t}?stop=latest")]);
+    fails(&args, &[&format!("topic `{t}` partition 0 offset 5: the record has no value")]);
+}
