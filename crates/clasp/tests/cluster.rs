@@ -195,3 +195,14 @@ fn bad_run_arguments_fail_before_anything_starts() {
     let w2 = root().join("pipelines/taxi-w2.toml");
     fails(&[w2.to_str().unwrap(), "--input", "rides=gen:10"], "source `fares` has no input");
 }
+
+/// A binary built without the `kafka` feature says how to get Kafka inputs and outputs.
+#[cfg(not(feature = "kafka"))]
+#[test]
+fn kafka_specs_need_the_kafka_feature() {
+    let wc = root().join("pipelines/wc.toml");
+    let wc = wc.to_str().unwrap();
+    let built = "built without Kafka support: build it with `--features clasp/kafka`";
+    fails(&[wc, "--input", "kafka:127.0.0.1:9092/lines"], built);
+    fails(&[wc, "--output", "kafka:127.0.0.1:9092/counts"], built);
+}
