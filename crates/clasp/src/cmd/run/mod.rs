@@ -78,9 +78,10 @@ fn open_input(
     preload: bool,
     registry: &Registry,
 ) -> Result<(clasp_core::SourceId, Box<dyn Source>)> {
+    // A source name has no `:`; an `=` after one belongs to the input (`kafka:…?stop=latest`).
     let (source, what) = match spec.split_once('=') {
-        Some((s, w)) => (Some(s), w),
-        None => (None, spec),
+        Some((s, w)) if !s.contains(':') => (Some(s), w),
+        _ => (None, spec),
     };
     let id = match source {
         Some(name) => p.source_id(name).ok_or_else(|| {
