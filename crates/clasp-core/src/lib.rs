@@ -22,6 +22,7 @@ pub mod pipeline;
 pub mod placement;
 pub mod report;
 pub mod rng;
+pub mod snapshot;
 pub mod spec;
 pub mod state;
 pub mod stats;
