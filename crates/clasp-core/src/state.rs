@@ -546,7 +546,7 @@ mod tests {
         // Changes after the mark: every key twice more; half the groups are encoded first by
         // these changes (copy on write), the rest by the writer afterwards.
         let mut acc = StateAccess::new(&s);
-        for r in b.iter().filter(|r| key_group(r.hash, groups).0 % 2 == 0) {
+        for r in b.iter().filter(|r| key_group(r.hash, groups).0.is_multiple_of(2)) {
             *acc.get_mut(r) += 2;
         }
         drop(acc);
@@ -562,7 +562,7 @@ mod tests {
         let mut acc = StateAccess::new(&restored);
         assert!(b.iter().all(|r| acc.get(r).copied() == Some(1)), "the marked values");
         let mut live = StateAccess::new(&s);
-        let want = |r: &Record<'_>| if key_group(r.hash, groups).0 % 2 == 0 { 3 } else { 1 };
+        let want = |r: &Record<'_>| if key_group(r.hash, groups).0.is_multiple_of(2) { 3 } else { 1 };
         assert!(b.iter().all(|r| live.get(r).copied() == Some(want(&r))), "changes kept");
         drop(live);
         s.clear();

@@ -8,9 +8,11 @@
 //! - [`scaling`]: the autoscaler's steps executed on the cluster (workers, migration);
 //! - [`wire`]: the messages and framing of `clasp-wire`; [`net`]: handshake and per-peer
 //!   sending/receiving threads;
-//! - [`cluster`]: embedded and multi-process deployments over the same code path.
+//! - [`cluster`]: embedded and multi-process deployments over the same code path;
+//! - [`fault`]: checkpoints, their stores, recovery and the transactional output.
 
 pub mod cluster;
+pub mod fault;
 pub mod job;
 pub mod metrics;
 pub mod migration;

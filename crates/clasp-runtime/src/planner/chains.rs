@@ -57,6 +57,14 @@ impl Chains {
         id
     }
 
+    /// Forgets every open chain (a recovery replays their inputs); their ids are never given
+    /// again, so credit still arriving for them counts as stray. Returns how many there were.
+    pub fn abandon_all(&mut self) -> usize {
+        let n = self.open.len();
+        self.open.clear();
+        n
+    }
+
     /// Chains not complete yet.
     pub fn in_flight(&self) -> usize {
         self.open.len()
@@ -120,6 +128,19 @@ mod tests {
         assert_eq!(c.total.max(), 8);
         assert_eq!(c.settle(&[ret(1, 1)], 10_000), 0);
         assert_eq!(c.stray, 1);
+    }
+
+    #[test]
+    fn abandoned_chains_never_complete_and_their_ids_are_not_reused() {
+        let mut c = Chains::new(0);
+        let old = c.open(0);
+        assert_eq!(c.abandon_all(), 1);
+        let new = c.open(0);
+        assert_ne!(old, new);
+        let full = |chain| CreditReturn { chain, credit: FULL_CREDIT, done_ns: 1 };
+        assert_eq!(c.settle(&[full(old)], 10), 0, "late credit of an abandoned chain");
+        assert_eq!((c.stray, c.in_flight()), (1, 1));
+        assert_eq!(c.settle(&[full(new)], 10), 1);
     }
 
     #[test]

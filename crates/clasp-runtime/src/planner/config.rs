@@ -17,6 +17,9 @@ pub struct PlannerConfig {
     pub queue_capacity: usize,
     /// Window over which observed statistics are averaged (s).
     pub stats_window_s: f64,
+    /// A worker nothing arrived from for this long is lost (workers send heartbeats every
+    /// [`crate::worker::HEARTBEAT`]); `None`: only a closed connection counts.
+    pub heartbeat_timeout: Option<std::time::Duration>,
 }
 
 impl Default for PlannerConfig {
@@ -38,6 +41,7 @@ impl Default for PlannerConfig {
             max_in_flight: 10_000,
             queue_capacity: 100_000,
             stats_window_s: 10.0,
+            heartbeat_timeout: None,
         }
     }
 }

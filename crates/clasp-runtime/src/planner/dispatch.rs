@@ -1,5 +1,8 @@
 //! The scheduling engine for input requests: each request from the incoming queue opens a
 //! chain and goes to the worker that owns its records, within the in-flight limit.
+//!
+//! It records each source's position after the last request it dispatched (a checkpoint's
+//! replay point), and parks when the planner pauses it (a checkpoint's boundary, a recovery).
 
 use super::Shared;
 use super::ingress::Queued;
@@ -7,13 +10,83 @@ use crate::migration;
 use crate::request::{FULL_CREDIT, Request, split_credit};
 use crate::wire::{self, Message};
 use crate::worker::executor::now_ns;
+use clasp_core::input::SourcePosition;
 use clasp_core::rng::independent_stream;
 use clasp_core::sync::{lock, wait_timeout};
 use clasp_core::{Batch, Endpoint, Pipeline, WorkerId};
-use crossbeam_channel::Receiver;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
+
+/// Pausing the dispatcher, and what it dispatched.
+#[derive(Debug, Default)]
+pub(super) struct DispatchGate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+    /// Input requests dispatched.
+    pub(super) dispatched: AtomicU64,
+    /// Input requests taken out of the queue without being dispatched (a recovery).
+    pub(super) discarded: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct GateState {
+    paused: bool,
+    parked: bool,
+    /// Per source: its position after the last request dispatched (`None`: none yet).
+    positions: Vec<Option<SourcePosition>>,
+}
+
+impl DispatchGate {
+    /// Pauses the dispatcher and waits until it parked (or `finished` says it exited); returns
+    /// the sources' positions after the last requests dispatched.
+    pub(super) fn pause(&self, finished: impl Fn() -> bool) -> Vec<Option<SourcePosition>> {
+        let mut s = lock(&self.state);
+        s.paused = true;
+        self.changed.notify_all();
+        while !s.parked && !finished() {
+            s = wait_timeout(&self.changed, s, Duration::from_millis(1));
+        }
+        s.positions.clone()
+    }
+
+    /// Lets the dispatcher go on.
+    pub(super) fn resume(&self) {
+        lock(&self.state).paused = false;
+        self.changed.notify_all();
+    }
+
+    /// Sets the sources' positions (a recovery rewinds them).
+    pub(super) fn set_positions(&self, positions: Vec<Option<SourcePosition>>) {
+        lock(&self.state).positions = positions;
+    }
+
+    /// Parks while paused; `false` when the planner is stopping.
+    fn wait_while_paused(&self, shared: &Shared) -> bool {
+        let mut s = lock(&self.state);
+        while s.paused {
+            if shared.stopping.load(Ordering::Acquire) {
+                return false;
+            }
+            s.parked = true;
+            self.changed.notify_all();
+            s = wait_timeout(&self.changed, s, Duration::from_millis(20));
+        }
+        s.parked = false;
+        true
+    }
+
+    fn dispatched_from(&self, source: usize, position: Option<SourcePosition>) {
+        let mut s = lock(&self.state);
+        if s.positions.len() <= source {
+            s.positions.resize(source + 1, None);
+        }
+        if position.is_some() {
+            s.positions[source] = position;
+        }
+    }
+}
 
 /// Entry points of each source: (operator, input port) per stream, or a sink.
 fn entries(p: &Pipeline) -> Vec<Vec<Endpoint>> {
@@ -35,7 +108,16 @@ pub(super) fn spawn_dispatcher(
             let not_a_worker = WorkerId(u32::MAX);
             let mut rng = independent_stream(shared.config.settings.seed, 0xd15);
             let mut parts: Vec<(WorkerId, Request)> = Vec::new();
-            while let Ok(item) = queue.recv() {
+            let gate = &shared.dispatch;
+            loop {
+                if !gate.wait_while_paused(&shared) {
+                    return;
+                }
+                let item = match queue.recv_timeout(Duration::from_millis(20)) {
+                    Ok(item) => item,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                };
                 let chain = {
                     let mut c = lock(&shared.chains);
                     while c.in_flight() >= shared.config.max_in_flight {
@@ -46,6 +128,8 @@ pub(super) fn spawn_dispatcher(
                     }
                     c.open(item.origin_ns.unwrap_or_else(now_ns))
                 };
+                gate.dispatched_from(item.source.index(), item.position);
+                gate.dispatched.fetch_add(1, Ordering::Release);
                 let routing = shared.routing();
                 let outs = &entries[item.source.index()];
                 let mut records = Some(item.batch);

@@ -16,6 +16,7 @@ mod config;
 mod control;
 mod dispatch;
 mod error;
+mod fault;
 mod ingress;
 mod membership;
 mod sinks;
@@ -24,10 +25,11 @@ mod state_dump;
 pub mod stats;
 
 pub use config::PlannerConfig;
-pub use control::Progress;
+pub use control::{Progress, RunHooks};
 pub use error::PlannerError;
+pub use fault::{CheckpointBoundary, RecoveryWaitError};
 pub use ingress::{Input, InputCounters};
-pub use membership::Event;
+pub use membership::{Event, FaultEvent};
 pub use sinks::{DiscardSink, JsonLinesSink, SinkOutput};
 
 use crate::routing::{Routing, RoutingPlan};
@@ -37,7 +39,9 @@ use chains::Chains;
 use clasp_core::sync::{lock, read};
 use clasp_core::{Pipeline, WorkerId};
 use crossbeam_channel::{Receiver, Sender};
-use membership::{WorkerSlot, spawn_acceptor};
+use dispatch::DispatchGate;
+use ingress::IngressControl;
+use membership::{WorkerSlot, spawn_acceptor, spawn_heartbeat_watch};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
@@ -56,6 +60,9 @@ struct Shared {
     sink_records: AtomicU64,
     sink_error: Mutex<Option<std::io::Error>>,
     stopping: AtomicBool,
+    dispatch: DispatchGate,
+    /// Each input's source index and the control of its thread.
+    ingress: Mutex<Vec<(usize, Arc<IngressControl>)>>,
 }
 
 impl Shared {
@@ -92,7 +99,20 @@ pub struct Planner {
     origin_ns: u64,
     inputs: Arc<InputCounters>,
     report_seq: u64,
+    /// Checkpoint and recovery answers not yet waited for.
+    fault_inbox: Vec<FaultEvent>,
+    /// The run's queue, while a run is on (a recovery empties it).
+    queue: Option<Receiver<ingress::Queued>>,
+    /// Each source's position when the run started (where a recovery without a checkpoint
+    /// rewinds it to).
+    start_positions: Vec<Option<clasp_core::input::SourcePosition>>,
+    /// Called once a migration's orders went out, with the running workers and their
+    /// process ids (fault injection).
+    migration_hook: Option<MigrationHook>,
 }
+
+/// See [`Planner::set_migration_hook`].
+pub type MigrationHook = Box<dyn FnMut(&[(WorkerId, u32)]) + Send>;
 
 impl std::fmt::Debug for Planner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -136,8 +156,13 @@ impl Planner {
             sink_records: AtomicU64::new(0),
             sink_error: Mutex::new(None),
             stopping: AtomicBool::new(false),
+            dispatch: DispatchGate::default(),
+            ingress: Mutex::new(Vec::new()),
         });
         spawn_acceptor(shared.clone(), listener);
+        if let Some(timeout) = shared.config.heartbeat_timeout {
+            spawn_heartbeat_watch(shared.clone(), timeout);
+        }
         Ok(Self {
             shared,
             events,
@@ -148,6 +173,10 @@ impl Planner {
             origin_ns,
             inputs: Arc::default(),
             report_seq: 0,
+            fault_inbox: Vec::new(),
+            queue: None,
+            start_positions: Vec::new(),
+            migration_hook: None,
         })
     }
 
@@ -164,5 +193,15 @@ impl Planner {
     /// The routing in force.
     pub fn routing(&self) -> Arc<Routing> {
         self.shared.routing()
+    }
+
+    /// Calls `hook` every time a migration's orders went out (to cause a failure during it).
+    pub fn set_migration_hook(&mut self, hook: MigrationHook) {
+        self.migration_hook = Some(hook);
+    }
+
+    /// The connected workers and their process ids.
+    pub fn worker_pids(&self) -> Vec<(WorkerId, u32)> {
+        self.workers().into_iter().filter_map(|w| Some((w, self.worker_pid(w)?))).collect()
     }
 }

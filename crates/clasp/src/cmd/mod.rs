@@ -5,6 +5,7 @@ pub mod check;
 pub mod cut;
 pub mod duration;
 pub mod edge;
+pub mod fault;
 pub mod r#gen;
 pub mod plan;
 pub mod run;

@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result, anyhow, bail};
 use clasp_core::Pipeline;
-use clasp_core::input::{LineReader, LineSource, MemoryLines};
+use clasp_core::input::{FileLines, LineSource, MemoryLines};
 use clasp_core::pattern::{PatternSpec, RatePattern};
 use clasp_core::pipeline::{ServiceMode, ServicePer, ServiceTime};
 use clasp_core::stats::Coefficients;
@@ -13,9 +13,7 @@ use clasp_plan::triggers::{TriggerConfig, TriggerRule};
 use clasp_plan::{PlanConfig, Policy};
 use clasp_runtime::cluster::Launch;
 use clasp_runtime::job::{self, Job, RescaleAt};
-use clasp_runtime::planner::{
-    DiscardSink, Input, JsonLinesSink, PlannerConfig, Progress, SinkOutput,
-};
+use clasp_runtime::planner::{Input, PlannerConfig, Progress};
 use clasp_runtime::scaling::ScalingEvent;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -130,6 +128,9 @@ pub struct Args {
     /// No live progress line.
     #[arg(long)]
     pub quiet: bool,
+    /// Checkpoints and recovery.
+    #[command(flatten)]
+    pub fault: super::fault::FaultArgs,
 }
 
 fn parse_rule(s: &str) -> Result<TriggerRule, String> {
@@ -203,7 +204,7 @@ fn open_input(
     let reader: Box<dyn LineSource> = if let Some(path) = what.strip_prefix("file:") {
         let file = std::fs::File::open(path)
             .with_context(|| format!("--input `{spec}`: cannot open `{path}`"))?;
-        Box::new(LineReader::new(file))
+        Box::new(FileLines::new(file))
     } else if what == "gen" || what.starts_with("gen:") {
         let count: u64 = match what.strip_prefix("gen:") {
             Some(n) => {
@@ -406,6 +407,7 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
         duration,
         initial_rate,
         rescales: args.rescale_at.clone(),
+        fault: Default::default(),
     };
     Ok((job, inputs))
 }
@@ -446,11 +448,19 @@ pub fn run_planner(args: &Args) -> Result<()> {
 }
 
 fn execute(args: &Args, launch: Launch) -> Result<()> {
-    let (job, inputs) = job(args, launch)?;
-    let sink: Box<dyn SinkOutput> = match &args.output {
-        Some(path) => Box::new(JsonLinesSink(create(path, "--output")?)),
-        None => Box::new(DiscardSink),
-    };
+    let (mut job, inputs) = job(args, launch)?;
+    let prepared = args.fault.prepare(&job.pipeline, args.key_groups)?;
+    for w in &prepared.warnings {
+        eprintln!("warning: {w}");
+    }
+    if let Some(m) = &prepared.fault.resume {
+        eprintln!(
+            "clasp: resuming from checkpoint {} ({} input requests done, epoch {})",
+            m.id, m.requests, m.epoch
+        );
+    }
+    job.fault = prepared.fault;
+    let sink = super::fault::output_sink(args.output.as_deref(), &job.fault)?;
     let mut dump = args.state_dump.as_ref().map(|p| create(p, "--state-dump")).transpose()?;
     let name = job.pipeline.name.clone();
     let policy = job.scaling.policy;
@@ -464,7 +474,7 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
         emulation_note(&job)
     );
     let quiet = args.quiet;
-    let out = job::run(
+    let out = job::run_with_faults(
         job,
         inputs,
         sink,
@@ -475,7 +485,11 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
             }
         },
         |e| eprintln!("{}", event_line(e)),
+        |n| eprintln!("{}", super::fault::note_line(n)),
     )?;
+    if let Some(dir) = &prepared.temporary {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     if let Some(d) = &mut dump {
         d.flush().context("--state-dump")?;
     }
@@ -485,6 +499,7 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
         w.flush().context("--stats")?;
     }
     print!("{}", summary(&name, policy, &out));
+    print!("{}", super::fault::summary_lines(&out));
     if !note.is_empty() {
         println!("note       {}", note.trim_start_matches("; "));
     }
