@@ -562,7 +562,8 @@ mod tests {
         let mut acc = StateAccess::new(&restored);
         assert!(b.iter().all(|r| acc.get(r).copied() == Some(1)), "the marked values");
         let mut live = StateAccess::new(&s);
-        let want = |r: &Record<'_>| if key_group(r.hash, groups).0.is_multiple_of(2) { 3 } else { 1 };
+        let want =
+            |r: &Record<'_>| if key_group(r.hash, groups).0.is_multiple_of(2) { 3 } else { 1 };
         assert!(b.iter().all(|r| live.get(r).copied() == Some(want(&r))), "changes kept");
         drop(live);
         s.clear();

@@ -533,7 +533,11 @@ impl Autoscaler {
     }
 
     /// The rescale in flight did not happen: the cluster still runs the previous placement.
+    /// Its epoch stays used (some workers may have installed it), so the next routing gets a
+    /// higher one.
     pub fn rescale_failed(&mut self) {
-        self.phase = Phase::Watching;
+        if let Phase::Rescaling(r) = std::mem::replace(&mut self.phase, Phase::Watching) {
+            self.epoch = self.epoch.max(r.epoch);
+        }
     }
 }
