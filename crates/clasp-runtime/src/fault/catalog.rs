@@ -45,11 +45,11 @@ pub enum CatalogError {
     },
 }
 
-/// A usable checkpoint, and what was passed over to find it.
+/// The newest usable checkpoint, if any, and what was passed over to find it.
 #[derive(Debug)]
 pub struct Found {
-    /// Its manifest.
-    pub manifest: Manifest,
+    /// Its manifest (`None`: no whole checkpoint).
+    pub manifest: Option<Manifest>,
     /// One line per damaged checkpoint passed over, naming the file.
     pub warnings: Vec<String>,
 }
@@ -72,7 +72,7 @@ pub fn latest(
     store: &dyn CheckpointStore,
     p: &Pipeline,
     key_groups: u32,
-) -> Result<Option<Found>, CatalogError> {
+) -> Result<Found, CatalogError> {
     let location = store.location();
     let mut warnings = Vec::new();
     for id in committed(store)? {
@@ -107,13 +107,13 @@ pub fn latest(
             });
         }
         match damaged_blob(store, &m)? {
-            None => return Ok(Some(Found { manifest: m, warnings })),
+            None => return Ok(Found { manifest: Some(m), warnings }),
             Some(why) => {
                 warnings.push(format!("checkpoint {id}: {location}/{why}; using the one before"))
             }
         }
     }
-    Ok(None)
+    Ok(Found { manifest: None, warnings })
 }
 
 /// The first blob of `m` that is missing or fails its checksum, and how.
@@ -161,3 +161,7 @@ pub fn next_id(store: &dyn CheckpointStore) -> Result<u64, StoreError> {
 
 /// Re-exported for the manifest's readers.
 pub use manifest::blob_name;
+
+#[cfg(test)]
+#[path = "catalog_tests.rs"]
+mod tests;

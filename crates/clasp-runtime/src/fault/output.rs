@@ -194,3 +194,81 @@ impl Drop for TransactionalOutput {
         let _ = fs::remove_file(self.pending_path());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::JsonLinesSink;
+
+    fn batch(from: u32, n: u32) -> Batch {
+        let mut b = Batch::default();
+        for i in from..from + n {
+            b.push(format!("k{i}").as_bytes(), format!("{i}").as_bytes());
+        }
+        b
+    }
+
+    /// What a plain JSON-lines sink writes for `batches`.
+    fn plain(batches: &[Batch]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut sink = JsonLinesSink(&mut out);
+        for b in batches {
+            sink.write("s", b).unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn records_become_visible_when_their_checkpoint_commits_and_a_recovery_drops_the_rest() {
+        let dir = std::env::temp_dir().join(format!("clasp-txout-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out.jsonl");
+        let (a, b, c) = (batch(0, 5), batch(5, 3), batch(8, 4));
+        let mut out = TransactionalOutput::open(&path, None).unwrap();
+        out.write("s", &a).unwrap();
+        let mark = out.seal(1).unwrap().unwrap();
+        assert_eq!(mark.bytes, plain(&[a.clone()]).len() as u64);
+        assert!(fs::read(&path).unwrap().is_empty(), "visible before its commit");
+        out.write("s", &b).unwrap();
+        out.publish(1).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), plain(&[a.clone()]));
+        // Checkpoint 2 seals b but a failure comes before it commits.
+        out.seal(2).unwrap();
+        out.write("s", &c).unwrap();
+        out.discard().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), plain(&[a.clone()]));
+        // Replayed after the recovery, b and c commit with checkpoint 3.
+        out.write("s", &b).unwrap();
+        out.write("s", &c).unwrap();
+        let before = out.published();
+        let sealed = out.seal(3).unwrap().unwrap();
+        out.publish(3).unwrap();
+        let all = plain(&[a.clone(), b.clone(), c.clone()]);
+        assert_eq!(fs::read(&path).unwrap(), all);
+        drop(out);
+
+        // A restart truncates what a later, uncommitted append left...
+        let commit = OutputCommit {
+            path: path.clone(),
+            segment: sealed.segment.clone(),
+            bytes_before: before,
+            bytes_after: before + sealed.bytes,
+        };
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"uncommitted\":1}\n").unwrap();
+        drop(f);
+        let out = TransactionalOutput::open(&path, Some(&commit)).unwrap();
+        assert_eq!(out.published(), all.len() as u64);
+        assert_eq!(fs::read(&path).unwrap(), all);
+        drop(out);
+        // ...and re-appends a committed segment a crash kept from reaching the file.
+        fs::write(&commit.segment, &all[before as usize..]).unwrap();
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(before).unwrap();
+        drop(f);
+        TransactionalOutput::open(&path, Some(&commit)).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), all);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -321,14 +321,11 @@ impl JobHooks<'_> {
         let key_groups = plan.keys.groups;
         let found = catalog::latest(&*f.store, &pipeline, key_groups)
             .map_err(|e| fault_error("finding the checkpoint to restore", e))?;
-        let mut warnings = Vec::new();
-        if let Some(found) = &found {
-            for w in &found.warnings {
-                (self.on_note)(&FaultNote::Warning(w.clone()));
-                warnings.push(w.clone());
-            }
+        for w in &found.warnings {
+            (self.on_note)(&FaultNote::Warning(w.clone()));
         }
-        let manifest = found.map(|x| x.manifest);
+        let warnings = found.warnings;
+        let manifest = found.manifest;
         if let Err(e) = catalog::prune(&*f.store, f.cfg.retain) {
             (self.on_note)(&FaultNote::Warning(format!("deleting unfinished checkpoints: {e}")));
         }

@@ -103,10 +103,14 @@ impl FaultArgs {
                 let s = store::open(r).with_context(|| format!("--resume {r}"))?;
                 let found =
                     catalog::latest(&*s, p, key_groups).with_context(|| format!("--resume {r}"))?;
-                let found =
-                    found.ok_or_else(|| anyhow!("--resume {r}: no committed checkpoint there"))?;
                 warnings = found.warnings;
-                Some(found.manifest)
+                let m = found.manifest;
+                Some(m.ok_or_else(|| {
+                    anyhow!(
+                        "--resume {r}: no whole committed checkpoint there ({})",
+                        warnings.join("; ")
+                    )
+                })?)
             }
         };
         if self.checkpoint.0.is_none() && resume.is_some() {
