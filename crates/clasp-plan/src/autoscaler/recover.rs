@@ -328,6 +328,20 @@ mod tests {
     }
 
     #[test]
+    fn a_rescale_that_failed_before_the_loss_still_gets_a_newer_epoch() {
+        // The runtime reports the failed migration first, then the loss that caused it:
+        // workers may already have installed the failed rescale's epoch.
+        let (mut a, p) = scaler(Policy::Clasp, 1);
+        let rescale = a.rescale_to_workers(&p, 3).unwrap();
+        a.rescale_failed();
+        assert!(!a.rescaling());
+        assert_eq!(a.workers_lost(&p, &[WorkerId(2)]).unwrap().epoch, rescale.epoch + 1);
+        a.recovered(1.0, 0);
+        let next = a.rescale_to_workers(&p, 2).unwrap();
+        assert!(next.epoch > rescale.epoch + 1, "{} after {}", next.epoch, rescale.epoch);
+    }
+
+    #[test]
     fn a_loss_during_a_checkpoint_restores_the_one_before_and_losses_accumulate() {
         let (mut a, p) = scaler(Policy::Static, 3);
         a.set_checkpoints(Some(CheckpointEvery::Seconds(1.0)), 1, None);
