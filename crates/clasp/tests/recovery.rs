@@ -6,7 +6,7 @@
 //! counted twice. Against a directory store, and against Redis when a server answers (see
 //! `scripts/setup.sh`; with `CLASP_REQUIRE_REDIS=1` a missing server fails the test).
 
-use clasp_apps::inputs;
+use clasp_apps::inputs::{self, SourceLines};
 use clasp_reference::{self as reference, Outcome};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -64,7 +64,7 @@ fn redis(test: &str) -> Option<String> {
 
 /// `app`'s generated input, one file per source; returns the `--input` arguments and the
 /// lines for the reference.
-fn inputs_of(app: &str, count: u64, dir: &Scratch) -> (Vec<String>, Vec<(String, Vec<Vec<u8>>)>) {
+fn inputs_of(app: &str, count: u64, dir: &Scratch) -> (Vec<String>, Vec<SourceLines>) {
     let mut args = Vec::new();
     let mut lines = Vec::new();
     for def in inputs::sources_of(app) {

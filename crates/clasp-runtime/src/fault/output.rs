@@ -228,16 +228,16 @@ mod tests {
         let mut out = TransactionalOutput::open(&path, None).unwrap();
         out.write("s", &a).unwrap();
         let mark = out.seal(1).unwrap().unwrap();
-        assert_eq!(mark.bytes, plain(&[a.clone()]).len() as u64);
+        assert_eq!(mark.bytes, plain(std::slice::from_ref(&a)).len() as u64);
         assert!(fs::read(&path).unwrap().is_empty(), "visible before its commit");
         out.write("s", &b).unwrap();
         out.publish(1).unwrap();
-        assert_eq!(fs::read(&path).unwrap(), plain(&[a.clone()]));
+        assert_eq!(fs::read(&path).unwrap(), plain(std::slice::from_ref(&a)));
         // Checkpoint 2 seals b but a failure comes before it commits.
         out.seal(2).unwrap();
         out.write("s", &c).unwrap();
         out.discard().unwrap();
-        assert_eq!(fs::read(&path).unwrap(), plain(&[a.clone()]));
+        assert_eq!(fs::read(&path).unwrap(), plain(std::slice::from_ref(&a)));
         // Replayed after the recovery, b and c commit with checkpoint 3.
         out.write("s", &b).unwrap();
         out.write("s", &c).unwrap();
