@@ -7,7 +7,8 @@
 //! - `constant`: one rate for as long as the input lasts.
 //! - `unthrottled`: as fast as the system accepts (rate `+inf`).
 //! - `gradual` (CLASP §5.6): 10 % → 100 % → 10 % of the maximum rate in 10 % steps, 19
-//!   stages, each lasting a whole number of seconds drawn from 5–10.
+//!   stages, each lasting a whole number of seconds drawn from 5–10; `gradual:S` makes every
+//!   stage last `S` whole seconds (the same steps in a shorter run).
 //! - `burst` (CLASP §5.6): stages alternate between a low range (10–30 % of the maximum) and a
 //!   high range (70–100 %), the rate drawn uniformly within the range and each stage lasting
 //!   5–10 s. The paper requires the same total volume as `gradual`; here burst stages are drawn
@@ -55,8 +56,8 @@ pub enum PatternSpec {
     Unthrottled,
     /// Random jumps between low and high ranges.
     Burst,
-    /// Up and down in 10 % steps.
-    Gradual,
+    /// Up and down in 10 % steps; every stage this many seconds long, if given.
+    Gradual(Option<u32>),
     /// Stages read from a file.
     Trace(PathBuf),
 }
@@ -66,9 +67,14 @@ pub enum PatternSpec {
 pub enum PatternError {
     /// An unknown pattern name.
     #[error(
-        "unknown input pattern `{0}`\n  help: use one of: constant, unthrottled, burst, gradual, trace:FILE"
+        "unknown input pattern `{0}`\n  help: use one of: constant, unthrottled, burst, gradual, gradual:STAGE_S, trace:FILE"
     )]
     UnknownPattern(String),
+    /// `gradual:S` with a stage length that is not a positive number of seconds.
+    #[error(
+        "pattern `gradual:{0}`: the stage length must be whole seconds in 1..=3600\n  help: e.g. gradual:3"
+    )]
+    BadStageLength(String),
     /// The pattern needs a maximum rate and none (or a bad one) was given.
     #[error(
         "pattern `{pattern}` needs a rate > 0 (got {rate:?})\n  help: pass --rate RECORDS_PER_S"
@@ -110,11 +116,19 @@ impl FromStr for PatternSpec {
             "constant" => Ok(Self::Constant),
             "unthrottled" => Ok(Self::Unthrottled),
             "burst" => Ok(Self::Burst),
-            "gradual" => Ok(Self::Gradual),
-            _ => match s.strip_prefix("trace:") {
-                Some(path) if !path.is_empty() => Ok(Self::Trace(PathBuf::from(path))),
-                _ => Err(PatternError::UnknownPattern(s.to_owned())),
-            },
+            "gradual" => Ok(Self::Gradual(None)),
+            _ => {
+                if let Some(stage) = s.strip_prefix("gradual:") {
+                    return match stage.parse::<u32>() {
+                        Ok(v) if (1..=3600).contains(&v) => Ok(Self::Gradual(Some(v))),
+                        _ => Err(PatternError::BadStageLength(stage.to_owned())),
+                    };
+                }
+                match s.strip_prefix("trace:") {
+                    Some(path) if !path.is_empty() => Ok(Self::Trace(PathBuf::from(path))),
+                    _ => Err(PatternError::UnknownPattern(s.to_owned())),
+                }
+            }
         }
     }
 }
@@ -131,7 +145,10 @@ impl PatternSpec {
             Self::Constant => RatePattern::constant(need("constant")?),
             Self::Unthrottled => RatePattern::unthrottled(),
             Self::Burst => RatePattern::burst(need("burst")?, seed),
-            Self::Gradual => RatePattern::gradual(need("gradual")?, seed),
+            Self::Gradual(None) => RatePattern::gradual(need("gradual")?, seed),
+            Self::Gradual(Some(stage_s)) => {
+                RatePattern::gradual_every(need("gradual")?, f64::from(*stage_s))
+            }
             Self::Trace(path) => RatePattern::trace_file(path)?,
         })
     }
@@ -176,6 +193,13 @@ impl RatePattern {
         let levels = (1..=10).chain((1..=9).rev());
         let stages =
             Self::sequence(levels.map(|l| (max_rate * l as f64 / 10.0, stage_length(&mut rng))));
+        Self { name: "gradual", stages, tail: Tail::End }
+    }
+
+    /// [`RatePattern::gradual`] with every stage `stage_s` seconds long.
+    pub fn gradual_every(max_rate: f64, stage_s: f64) -> Self {
+        let levels = (1..=10).chain((1..=9).rev());
+        let stages = Self::sequence(levels.map(|l| (max_rate * l as f64 / 10.0, stage_s)));
         Self { name: "gradual", stages, tail: Tail::End }
     }
 
@@ -392,6 +416,10 @@ mod tests {
         assert_eq!(g.rate_at(g.stages()[3].start_s + 0.5), 400.0);
         assert_eq!(g.rate_at(g.duration().unwrap() + 1.0), 0.0);
         assert_eq!(g.boundaries().len(), 20);
+        let short = RatePattern::gradual_every(1000.0, 3.0);
+        assert_eq!(short.stages().iter().map(|s| s.rate).collect::<Vec<_>>(), expect);
+        assert!(short.stages().iter().all(|s| s.duration_s == 3.0));
+        assert_eq!(short.duration(), Some(57.0));
     }
 
     #[test]
@@ -445,7 +473,14 @@ mod tests {
 
     #[test]
     fn names_parse_and_bad_input_is_a_clear_error() {
-        assert_eq!("gradual".parse::<PatternSpec>().unwrap(), PatternSpec::Gradual);
+        assert_eq!("gradual".parse::<PatternSpec>().unwrap(), PatternSpec::Gradual(None));
+        assert_eq!("gradual:3".parse::<PatternSpec>().unwrap(), PatternSpec::Gradual(Some(3)));
+        for bad in
+            ["gradual:0", "gradual:-1", "gradual:x", "gradual:", "gradual:1.5", "gradual:99999"]
+        {
+            let e = bad.parse::<PatternSpec>().unwrap_err().to_string();
+            assert!(e.contains("stage length"), "{bad}: {e}");
+        }
         assert_eq!(
             "trace:r.txt".parse::<PatternSpec>().unwrap(),
             PatternSpec::Trace(PathBuf::from("r.txt"))

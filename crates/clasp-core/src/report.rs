@@ -65,6 +65,10 @@ pub struct OpReport {
     pub dispatch_us: f64,
     /// Rejected records by reason, cumulative.
     pub rejects: Vec<(String, u64)>,
+    /// Records processed per key group in the interval, `(group, records)` for the groups that
+    /// had any (keyed operators, where it is measured): how unevenly keys load the groups.
+    #[serde(default)]
+    pub groups: Vec<(u32, u64)>,
 }
 
 /// What a worker reports every interval: CLASP Table 2 plus what the baselines need.

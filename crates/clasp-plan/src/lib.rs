@@ -18,6 +18,7 @@
 //! | [`autoscaler`] | the scaling state machine the runtime and the simulator execute | §4.2–4.4 |
 //! | [`baselines`] | FaaSFlow, Zhang24, DS2 and Flink-autoscaler worker counts and placements | §5, docs/model-notes.md |
 //! | [`keys`] | key groups shared by worker fractions, minimal movement; worker remapping | §4.4 |
+//! | [`weighted_keys`] | key groups shared by observed load, for skewed keys | §4.4 |
 //! | [`migration`] | the migration plan between two placements | §4.4, Fig. 7 |
 //! | [`edgecut`] | the edge/cloud cut of the Planner paper (Algorithm 1, s–t min cut) | Planner §III–V |
 //! | [`slo`] | predicted p95 latency of a placement, for a latency objective | future work |
@@ -47,6 +48,7 @@ pub mod synthetic;
 #[cfg(test)]
 mod testing;
 pub mod triggers;
+pub mod weighted_keys;
 
 pub use autoscaler::{Autoscaler, AutoscalerConfig, Step};
 pub use capacity::{WorkerLoad, placement_loads, worker_load};

@@ -54,12 +54,21 @@ pub struct ExecCounters {
     pub remote: AtomicU64,
     /// Bit per remote worker reached since the monitor last looked.
     pub destinations: Box<[AtomicU64]>,
+    /// Per operator, records processed per key group (empty for stateless operators).
+    pub groups: Box<[Box<[AtomicU64]>]>,
 }
 
 impl ExecCounters {
-    /// Counters for `ops` operators, `streams` streams and up to `workers` workers.
-    pub fn new(ops: usize, streams: usize, workers: usize) -> Self {
+    /// Counters for `ops` operators, `streams` streams and up to `workers` workers;
+    /// `key_groups[o]` groups are counted for operator `o` (0 for a stateless one).
+    pub fn new(ops: usize, streams: usize, workers: usize, key_groups: &[u32]) -> Self {
         Self {
+            groups: (0..ops)
+                .map(|o| {
+                    let n = key_groups.get(o).copied().unwrap_or(0) as usize;
+                    (0..n).map(|_| AtomicU64::new(0)).collect()
+                })
+                .collect(),
             ops: (0..ops).map(|_| OpCounters::default()).collect(),
             edges: (0..streams).map(|_| AtomicU64::new(0)).collect(),
             local: AtomicU64::new(0),

@@ -152,12 +152,14 @@ pub fn spawn_sender(
             let mut buf: Vec<u8> = Vec::with_capacity(256 << 10);
             while let Ok(first) = rx.recv() {
                 let mut count = 1u64;
-                let shutdown = matches!(first, Message::Shutdown);
+                // Shutdown is a link's last message, wherever it falls in a write.
+                let mut shutdown = matches!(first, Message::Shutdown);
                 wire::encode(&first, &mut buf);
                 let deadline = Instant::now() + flush_deadline;
-                while buf.len() < (64 << 10) {
+                while buf.len() < (64 << 10) && !shutdown {
                     match rx.try_recv() {
                         Ok(m) => {
+                            shutdown = matches!(m, Message::Shutdown);
                             wire::encode(&m, &mut buf);
                             count += 1;
                         }

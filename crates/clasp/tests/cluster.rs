@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 fn clasp() -> Command {
     Command::new(env!("CARGO_BIN_EXE_clasp"))
@@ -19,9 +20,12 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// A corpus written by `clasp gen wc`.
+/// A corpus written by `clasp gen wc`, in a file of its own: tests run in parallel, and one
+/// rewriting a corpus another is reading would change that one's input under it.
 fn corpus(lines: u64, seed: u64) -> PathBuf {
-    let path = tmp(&format!("corpus-{lines}-{seed}.txt"));
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let path = tmp(&format!("corpus-{lines}-{seed}-{n}.txt"));
     let out = clasp()
         .args(["gen", "wc", "--count", &lines.to_string(), "--seed", &seed.to_string(), "--out"])
         .arg(&path)
@@ -99,9 +103,11 @@ fn wc_on_three_worker_processes_matches_the_reference() {
 }
 
 /// Runs WC paced at 800 requests/s of 16 lines with rescales at input counts, 1 → 3 → 2 → 1
-/// workers, each moving the counts with their key groups.
+/// workers, each moving the counts with their key groups. The last rescale is due at 2700 of
+/// 5625 requests: a loaded machine slows the rescales before it, and the input must not end
+/// before it is due.
 fn rescaled(processes: bool) {
-    let input = corpus(60_000, 9);
+    let input = corpus(90_000, 9);
     let dump = tmp(&format!("rescaled-{processes}.jsonl"));
     let stats = tmp(&format!("rescaled-{processes}.json"));
     let spec = root().join("pipelines/wc.toml");
@@ -131,7 +137,7 @@ fn rescaled(processes: bool) {
     run(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    assert_eq!(s["summary"]["input_records"].as_u64(), Some(60_000));
+    assert_eq!(s["summary"]["input_records"].as_u64(), Some(90_000));
     let (dumped, expected) = (dumped_counts(&dump), reference(&input));
     let wrong = expected.iter().filter(|(k, v)| dumped.get(*k) != Some(v)).count();
     assert!(dumped.len() == expected.len() && wrong == 0, "{wrong} counts differ");

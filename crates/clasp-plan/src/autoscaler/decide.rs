@@ -7,9 +7,10 @@
 
 use super::{Autoscaler, Mode, Phase, Recommendation, Rescale, Step, UNTHROTTLED_RATE, Unchanged};
 use crate::error::PlanError;
-use crate::keys::{assign_keys, remap_workers};
+use crate::keys::remap_workers;
 use crate::migration::plan_migration;
 use crate::triggers::{Reason, Trigger};
+use crate::weighted_keys::{assign_keys_weighted, imbalance};
 use crate::{Decision, PlanInput};
 use clasp_core::Pipeline;
 use clasp_core::placement::{KeyAssignment, MigrationPlan, Placement};
@@ -27,6 +28,10 @@ pub(super) struct PendingScaleIn {
 /// A placement on the same workers is rescaled to only when some operator's fraction on some
 /// worker moves by more than this.
 pub const MIN_MOVE: f64 = 0.1;
+
+/// Key groups are rebalanced on the same workers when some worker's share of a keyed
+/// operator's observed load strays more than this from its fraction.
+pub const REBALANCE: f64 = 0.1;
 
 impl Autoscaler {
     /// The step after `trigger`.
@@ -50,7 +55,9 @@ impl Autoscaler {
             return Step::Unchanged { trigger, why };
         }
         let placement = remap_workers(&self.placement, decision.placement);
-        let migrate = from != to || moved_enough(&self.placement, &placement);
+        let migrate = from != to
+            || moved_enough(&self.placement, &placement)
+            || self.rebalances(p, &placement);
         if !migrate && !instances_changed(&self.placement, &placement) {
             self.triggers.planned(now, &trigger, from, to);
             return Step::Unchanged { trigger, why: Unchanged::Same };
@@ -162,6 +169,26 @@ impl Autoscaler {
         self.cfg.policy.decide_cached(&input, &mut self.cache)
     }
 
+    /// Records per key group over the decision window.
+    fn group_loads(&self, p: &Pipeline) -> Vec<Vec<f64>> {
+        let from = (self.now - self.cfg.window_s).max(self.window_start);
+        self.history.group_loads((from, self.now), p.operators.len(), self.keys.groups)
+    }
+
+    /// Whether the running key groups carry load so unevenly that `placement` (on the same
+    /// workers) is worth a rescale for its key assignment alone: some worker's share of a keyed
+    /// operator's load is more than [`REBALANCE`] away from its fraction and the load-weighted
+    /// assignment brings it closer by half.
+    fn rebalances(&self, p: &Pipeline, placement: &Placement) -> bool {
+        let loads = self.group_loads(p);
+        let now = imbalance(&self.placement, &self.keys, &loads);
+        if now <= REBALANCE {
+            return false;
+        }
+        let keys = assign_keys_weighted(p, placement, self.keys.groups, Some(&self.keys), &loads);
+        imbalance(placement, &keys, &loads) < now / 2.0
+    }
+
     /// The rescale from the running configuration to `placement`.
     pub(super) fn plan(
         &self,
@@ -170,7 +197,8 @@ impl Autoscaler {
         reason: Reason,
         target_rate: f64,
     ) -> Rescale {
-        let (keys, migration) = plan_rescale(p, &self.placement, &self.keys, &placement);
+        let loads = self.group_loads(p);
+        let (keys, migration) = plan_rescale(p, &self.placement, &self.keys, &placement, &loads);
         Rescale {
             epoch: self.epoch + 1,
             reason,
@@ -184,15 +212,18 @@ impl Autoscaler {
     }
 }
 
-/// The key assignment of `new` (moving as few key groups as possible from `keys`) and the
-/// migration plan from `current` to it: what every rescale executes, whoever decided it.
+/// The key assignment of `new` (moving as few key groups as possible from `keys`, each
+/// worker's groups carrying its fraction of `loads`, the records per group observed, where
+/// any were) and the migration plan from `current` to it: what every rescale executes, whoever
+/// decided it.
 pub fn plan_rescale(
     p: &Pipeline,
     current: &Placement,
     keys: &KeyAssignment,
     new: &Placement,
+    loads: &[Vec<f64>],
 ) -> (KeyAssignment, MigrationPlan) {
-    let next = assign_keys(p, new, keys.groups, Some(keys));
+    let next = assign_keys_weighted(p, new, keys.groups, Some(keys), loads);
     let migration = plan_migration(p, current, keys, new, &next);
     (next, migration)
 }

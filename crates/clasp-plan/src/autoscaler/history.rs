@@ -87,6 +87,32 @@ impl History {
         }
     }
 
+    /// Records per key group of every operator over the intervals ending in `(from, to]`
+    /// (`groups` groups each; all 0 where nothing was measured).
+    pub(crate) fn group_loads(
+        &self,
+        (from, to): (f64, f64),
+        operators: usize,
+        groups: u32,
+    ) -> Vec<Vec<f64>> {
+        let mut loads = vec![Vec::new(); operators];
+        let window = self.intervals.iter().filter(|i| i.t > from && i.t <= to);
+        for r in window.flat_map(|i| &i.reports) {
+            for (o, op) in r.ops.iter().enumerate().take(operators) {
+                for &(g, n) in &op.groups {
+                    if g < groups {
+                        let l = &mut loads[o];
+                        if l.is_empty() {
+                            l.resize(groups as usize, 0.0);
+                        }
+                        l[g as usize] += n as f64;
+                    }
+                }
+            }
+        }
+        loads
+    }
+
     /// Mean input rate of the intervals of the last `secs` seconds (of the newest one if
     /// none ended within them).
     pub(crate) fn mean_input_rate(&self, secs: f64) -> f64 {

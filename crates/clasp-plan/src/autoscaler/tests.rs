@@ -259,7 +259,7 @@ fn rescale_to_plans_like_the_autoscaler_and_refuses_a_second_one() {
     let mut d = Driver::new(config(0));
     let target = Placement::even(&d.p, 3, 2);
     let r = d.scaler.rescale_to(&d.p, target.clone()).unwrap();
-    let (keys, migration) = plan_rescale(&d.p, d.scaler.placement(), d.scaler.keys(), &target);
+    let (keys, migration) = plan_rescale(&d.p, d.scaler.placement(), d.scaler.keys(), &target, &[]);
     assert_eq!((r.keys, r.migration, r.from, r.to), (keys, migration, 1, 3));
     assert!(d.scaler.rescale_to(&d.p, target).is_err());
 }
@@ -362,4 +362,75 @@ fn a_scale_in_that_frees_too_little_is_not_made() {
     let (_, step) = d.until_step(1_000.0, 1_000.0, 10).expect("the rate fell further");
     let Step::Rescale(r) = step else { panic!("{step:?}") };
     assert!(r.to < 3);
+}
+
+#[test]
+fn skewed_key_groups_are_rebalanced_on_the_same_workers() {
+    let p = chain();
+    let placement = Placement::even(&p, 2, 4);
+    let keys = assign_keys(&p, &placement, 64, None);
+    let cfg = config(0);
+    let mut a = Autoscaler::new(cfg, &p, placement.clone(), keys.clone(), 1).unwrap();
+    // Worker 0 owns groups 0..32 and gets 90 % of b's records: it saturates, worker 1 idles.
+    let loads: Vec<(u32, u64)> =
+        (0..64).map(|g| (g, if keys.owners[1][g as usize].0 == 0 { 90 } else { 10 })).collect();
+    let mut step = Step::Idle;
+    for t in 1..=6u32 {
+        let report = |w: u32| WorkerReport {
+            worker: WorkerId(w),
+            interval_s: 1.0,
+            slots: 10,
+            queue: if w == 0 { 1_000.0 } else { 1.0 },
+            local: 400,
+            ops: vec![
+                OpReport {
+                    processed: 400,
+                    records: 400,
+                    emitted: 400,
+                    exec_us: 400.0 * EXEC_US,
+                    ..OpReport::default()
+                },
+                OpReport {
+                    processed: if w == 0 { 720 } else { 80 },
+                    records: if w == 0 { 720 } else { 80 },
+                    exec_us: if w == 0 { 720.0 } else { 80.0 } * EXEC_US,
+                    groups: loads
+                        .iter()
+                        .copied()
+                        .filter(|&(g, _)| keys.owners[1][g as usize].0 == w)
+                        .collect(),
+                    ..OpReport::default()
+                },
+            ],
+            edges: vec![800, 800],
+            saturated: w == 0,
+            ..WorkerReport::default()
+        };
+        let interval = Interval {
+            t: f64::from(t),
+            interval_s: 1.0,
+            input_rate: 800.0,
+            throughput: 800.0,
+            requests: 800 * u64::from(t),
+            workers: 2,
+            reports: vec![report(0), report(1)],
+            ..Interval::default()
+        };
+        step = a.step(&p, interval);
+        if !matches!(step, Step::Idle | Step::Unchanged { .. }) {
+            break;
+        }
+    }
+    let Step::Rescale(r) = step else { panic!("expected a rebalance: {step:?}") };
+    assert_eq!((r.reason, r.from, r.to), (Reason::Saturated, 2, 2));
+    // Independently: the load per worker under the new owners, from the per-group records.
+    let share0: u64 =
+        loads.iter().filter(|&&(g, _)| r.keys.owners[1][g as usize].0 == 0).map(|&(_, n)| n).sum();
+    let total: u64 = loads.iter().map(|&(_, n)| n).sum();
+    let fraction0 = r.placement.fraction(clasp_core::OperatorId(1), WorkerId(0));
+    assert!(
+        (share0 as f64 / total as f64 - fraction0).abs() < 0.1,
+        "{share0}/{total} vs {fraction0}"
+    );
+    assert!(r.migration.moved_groups() > 0);
 }

@@ -126,10 +126,12 @@ impl Planner {
         if let Some(Some(s)) = lock(&self.shared.workers).get_mut(w.index()) {
             s.left = true;
         }
-        self.shared.send(w, Message::Shutdown);
         for other in self.workers() {
             self.shared.send(other, Message::PeerLeft(w));
         }
+        // Told first that it leaves, the worker runs what is still on its way to it.
+        self.shared.send(w, Message::PeerLeft(w));
+        self.shared.send(w, Message::Shutdown);
     }
 
     /// Tells every worker to stop.

@@ -3,7 +3,7 @@
 //! told to stop.
 
 use super::control::control_loop;
-use super::mesh::{connect_peer, spawn_acceptor, spawn_peer_receiver};
+use super::mesh::{connect_peer, connected_peers, spawn_acceptor, spawn_peer_receiver};
 use super::scheduler::Scheduler;
 use super::{MAX_WORKERS, WorkerShared, executor, monitor};
 use crate::metrics::ExecCounters;
@@ -11,6 +11,7 @@ use crate::net::{self, Link};
 use crate::routing::{Routing, RoutingPlan};
 use crate::wire::{Hello, Limits, Message, Role, Welcome, WireError};
 use clasp_core::operator::Rejections;
+use clasp_core::sync::lock;
 use clasp_core::{Registry, WorkerId};
 use std::collections::HashMap;
 use std::net::TcpListener;
@@ -103,13 +104,14 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
     let flush = Duration::ZERO;
     let send_stream =
         stream.try_clone().map_err(|source| WireError::Io { peer: join.into(), source })?;
-    net::spawn_sender(
+    let to_planner = net::spawn_sender(
         format!("w{}-to-planner", shared.me),
         send_stream,
         planner_rx,
         planner_link.counters.clone(),
         flush,
     );
+    lock(&shared.senders).push(to_planner);
     spawn_peer_receiver(&shared, None, stream, reader, control_tx.clone());
     spawn_acceptor(shared.clone(), listener, control_tx.clone());
     for (w, addr) in &welcome.peers {
@@ -148,7 +150,15 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
     }
     let _ = monitor.join();
     let _ = heartbeat.join();
+    // Each link's last message: its sending thread writes what is queued before it and ends.
+    for w in connected_peers(&shared) {
+        shared.send_to_peer(w, Message::Shutdown);
+    }
     shared.planner.send(Message::Shutdown);
+    let senders = std::mem::take(&mut *lock(&shared.senders));
+    for s in senders {
+        let _ = s.join();
+    }
     result
 }
 
@@ -174,8 +184,10 @@ fn build_shared(
         keys: clasp_core::placement::KeyAssignment { groups, owners: vec![Vec::new(); n_ops] },
     });
     let routing = Arc::new(Routing::new(&pipeline, routing));
+    let counted: Vec<u32> =
+        pipeline.operators.iter().map(|o| if o.stateful { groups } else { 0 }).collect();
     let counters = (0..slots.max(1))
-        .map(|_| Arc::new(ExecCounters::new(n_ops, pipeline.streams.len(), MAX_WORKERS)))
+        .map(|_| Arc::new(ExecCounters::new(n_ops, pipeline.streams.len(), MAX_WORKERS, &counted)))
         .collect();
     let shared = Arc::new(WorkerShared {
         me: w.worker,
@@ -185,6 +197,7 @@ fn build_shared(
         routing: RwLock::new(routing.clone()),
         peers: RwLock::new(Vec::new()),
         pending_peers: Mutex::new(HashMap::new()),
+        senders: Mutex::new(Vec::new()),
         planner,
         counters,
         rejects: Mutex::new(vec![Rejections::default(); n_ops]),

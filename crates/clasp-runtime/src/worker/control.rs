@@ -13,6 +13,7 @@ use clasp_core::rng::independent_stream;
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 /// What the control loop reacts to.
 #[derive(Debug)]
@@ -25,6 +26,8 @@ pub(super) enum Control {
     PeerUp(WorkerId),
     /// The link to a peer failed, and why.
     PeerDown(WorkerId, String),
+    /// A peer sent its last message on its link.
+    PeerDone(WorkerId),
     /// The link to the planner closed, and why.
     PlannerDown(String),
 }
@@ -37,9 +40,18 @@ pub(super) fn control_loop(
 ) -> Result<(), WorkerError> {
     let mut early: Vec<MigrationData> = Vec::new();
     let mut rng = independent_stream(shared.settings.seed, u64::from(shared.me.0) << 16 | 0xc0de);
+    let mut left: Vec<WorkerId> = Vec::new();
+    // Peers that sent their last message or whose link went down: a retiring worker waits
+    // for the rest (their last message may arrive before it learns that it retires).
+    let mut ended: Vec<WorkerId> = Vec::new();
     while let Ok(event) = rx.recv() {
         match event {
             Control::Planner(Message::Shutdown) => return Ok(()),
+            Control::Planner(Message::PeerLeft(w)) if w == shared.me => {
+                if retire(shared, rx, &mut early, &ended) {
+                    return Ok(());
+                }
+            }
             Control::Planner(Message::Install(plan)) => {
                 let (routing, held) = shared.install(*plan);
                 shared.sched.resume(shared.limits(&routing));
@@ -60,7 +72,12 @@ pub(super) fn control_loop(
                     connect_peer(shared.clone(), worker, addr, tx.clone());
                 }
             }
-            Control::Planner(Message::PeerLeft(w)) => shared.drop_link(w),
+            Control::Planner(Message::PeerLeft(w)) => {
+                // The routing no longer names `w`: this is the last message it gets from here.
+                shared.send_to_peer(w, Message::Shutdown);
+                shared.drop_link(w);
+                left.push(w);
+            }
             Control::Planner(Message::DumpState) => dump_state(shared),
             Control::Planner(Message::ReportNow(n)) => {
                 shared.report_now.store(n, Ordering::Release)
@@ -74,16 +91,76 @@ pub(super) fn control_loop(
             }
             Control::Data(d) => early.push(*d),
             Control::PeerUp(w) => {
+                // A new worker may reuse the id of one that left.
+                ended.retain(|&p| p != w);
+                left.retain(|&p| p != w);
                 tracing::debug!("worker {}: connected to worker {w}", shared.me);
                 shared.planner.send(Message::MeshReady(connected_peers(shared)));
             }
             Control::PeerDown(w, why) => {
-                tracing::warn!("worker {}: connection to worker {w} lost: {why}", shared.me);
+                if left.contains(&w) {
+                    tracing::debug!(
+                        "worker {}: retired worker {w} closed its link: {why}",
+                        shared.me
+                    );
+                } else {
+                    tracing::warn!("worker {}: connection to worker {w} lost: {why}", shared.me);
+                }
+                ended.push(w);
+            }
+            Control::PeerDone(w) => {
+                tracing::debug!("worker {}: worker {w} sent its last message", shared.me);
+                ended.push(w);
             }
             Control::PlannerDown(why) => return Err(WorkerError::PlannerLost(why)),
         }
     }
     Ok(())
+}
+
+/// Longest a retiring worker waits for its peers' last messages, then for its queue to empty.
+const RETIRE_WAIT: Duration = Duration::from_secs(30);
+
+/// This worker is retired (a migration took its key groups and placement away). Requests
+/// routed to it under an older routing may still be on their way: each peer, told that this
+/// worker leaves, sends a last message behind them. Once every peer's has arrived, or its link
+/// went down, the queue is run empty (what arrives late is forwarded to its new owner) and
+/// the worker may stop. Returns whether the planner already said stop meanwhile.
+fn retire(
+    shared: &Arc<WorkerShared>,
+    rx: &Receiver<Control>,
+    early: &mut Vec<MigrationData>,
+    ended: &[WorkerId],
+) -> bool {
+    let mut waiting = connected_peers(shared);
+    waiting.retain(|w| !ended.contains(w));
+    let mut stop = false;
+    let deadline = Instant::now() + RETIRE_WAIT;
+    while !waiting.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Control::PeerDone(w) | Control::PeerDown(w, _)) => waiting.retain(|&p| p != w),
+            Ok(Control::Planner(Message::Shutdown)) => stop = true,
+            Ok(Control::Data(d)) => early.push(*d),
+            Ok(Control::PlannerDown(why)) => {
+                tracing::warn!("worker {}: planner lost while retiring: {why}", shared.me);
+                return true;
+            }
+            Ok(other) => tracing::debug!("worker {}: while retiring: {other:?}", shared.me),
+            Err(_) => {
+                tracing::warn!(
+                    "worker {}: retiring without the last message of {waiting:?} after {} s",
+                    shared.me,
+                    RETIRE_WAIT.as_secs()
+                );
+                break;
+            }
+        }
+    }
+    if !shared.sched.wait_idle(RETIRE_WAIT) {
+        tracing::warn!("worker {}: retiring with requests still queued", shared.me);
+    }
+    stop
 }
 
 /// Sends the keyed state of every stateful operator to the planner as JSON lines.

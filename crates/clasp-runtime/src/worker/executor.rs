@@ -506,6 +506,13 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
             }
         }
         bump(&c.touched, u64::from(exec.touched_state));
+        let group_counts = &counters.groups[op.index()];
+        if !group_counts.is_empty() {
+            let n = group_counts.len() as u32;
+            for r in req.batch.iter() {
+                bump(&group_counts[clasp_core::hash::key_group(r.hash, n).index()], 1);
+            }
+        }
         if rejects.total() > 0 {
             shared.record_rejects(op, &rejects);
             rejects.clear();

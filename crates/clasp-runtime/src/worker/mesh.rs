@@ -11,7 +11,7 @@ use clasp_core::sync::{lock, read, write};
 use crossbeam_channel::Sender;
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 impl WorkerShared {
@@ -56,6 +56,8 @@ pub(super) fn spawn_peer_receiver(
     let stopping = shared.clone();
     let limits = Limits::new(&shared.pipeline, shared.settings.key_groups, 0);
     let epoch = shared.clone();
+    let ended = Arc::new(AtomicBool::new(false));
+    let ended_close = ended.clone();
     net::spawn_receiver(
         name,
         stream,
@@ -64,6 +66,7 @@ pub(super) fn spawn_peer_receiver(
         move || epoch.epoch.load(Ordering::Acquire),
         move |batch| {
             let mut reqs = Vec::new();
+            let mut more = true;
             for m in batch.drain(..) {
                 match m {
                     Message::Request(r) => reqs.push(r),
@@ -71,7 +74,11 @@ pub(super) fn spawn_peer_receiver(
                     Message::MigrationData(d) => {
                         let _ = control.send(Control::Data(d));
                     }
-                    Message::Shutdown if peer.is_some() => return false,
+                    Message::Shutdown if peer.is_some() => {
+                        // The peer's last message: it will send nothing more.
+                        more = false;
+                        break;
+                    }
                     other => {
                         if peer.is_none() {
                             let _ = control.send(Control::Planner(other));
@@ -88,10 +95,15 @@ pub(super) fn spawn_peer_receiver(
             if !reqs.is_empty() {
                 s.admit(reqs, &mut rng);
             }
-            true
+            if !more && let Some(p) = peer {
+                // Told once what came before is admitted.
+                ended.store(true, Ordering::Release);
+                let _ = control.send(Control::PeerDone(p));
+            }
+            more
         },
         move |why| {
-            if stopping.stopping.load(Ordering::Acquire) {
+            if stopping.stopping.load(Ordering::Acquire) || ended_close.load(Ordering::Acquire) {
                 return;
             }
             let reason = why.map_or_else(|| "connection closed".to_owned(), |e| e.to_string());
@@ -124,7 +136,9 @@ fn attach_peer(
         }
     };
     let flush = Duration::ZERO;
-    net::spawn_sender(format!("w{}-to-{w}", shared.me), send, rx, link.counters.clone(), flush);
+    let sender =
+        net::spawn_sender(format!("w{}-to-{w}", shared.me), send, rx, link.counters.clone(), flush);
+    lock(&shared.senders).push(sender);
     spawn_peer_receiver(shared, Some(w), stream, reader, control.clone());
     let _ = control.send(Control::PeerUp(w));
 }

@@ -69,6 +69,9 @@ pub struct WorkerShared {
     routing: RwLock<Arc<Routing>>,
     peers: RwLock<Vec<Option<Link>>>,
     pending_peers: Mutex<HashMap<WorkerId, Receiver<Message>>>,
+    /// The threads writing to the planner and the peers, joined before the worker exits so
+    /// nothing it queued for them is lost.
+    senders: Mutex<Vec<std::thread::JoinHandle<()>>>,
     /// Link to the planner.
     pub planner: Link,
     /// One per executor.
@@ -123,49 +126,48 @@ impl WorkerShared {
     /// Accepts requests that arrived from the planner or a peer: requests routed under a newer
     /// epoch wait until this worker has it; those routed under an older epoch are re-routed
     /// (forwarded when they belong elsewhere now); the rest are queued.
+    ///
+    /// The routing stays read-locked until the requests are queued or held: an install waits
+    /// for it, so a migration that takes the queue out after installing finds every request
+    /// checked against the old routing in it, and none lands in the queue afterwards to run
+    /// against a key group that was detached meanwhile.
     fn admit(&self, reqs: Vec<Request>, rng: &mut SeededRng) {
-        let mut routing = self.routing();
-        let mut local = Vec::with_capacity(reqs.len());
-        let floor = self.floor.load(Ordering::Acquire);
-        for r in reqs {
-            if r.epoch < floor {
-                continue;
-            }
-            let Some(r) = self.hold_if_ahead(r, &mut routing) else { continue };
-            if r.epoch == routing.epoch {
-                local.push(r);
-            } else {
-                for (w, part) in migration::reroute(r, &routing, self.me, rng) {
-                    if w == self.me {
-                        local.push(part);
-                    } else {
-                        self.send_to_peer(w, Message::Request(part));
+        let mut forward: Vec<(WorkerId, Request)> = Vec::new();
+        {
+            let routing = read(&self.routing);
+            let mut local = Vec::with_capacity(reqs.len());
+            let mut ahead = Vec::new();
+            let floor = self.floor.load(Ordering::Acquire);
+            for r in reqs {
+                if r.epoch < floor {
+                    // From before a rollback.
+                    continue;
+                }
+                if r.epoch > routing.epoch {
+                    ahead.push(r);
+                } else if r.epoch == routing.epoch {
+                    local.push(r);
+                } else {
+                    for (w, part) in migration::reroute(r, &routing, self.me, rng) {
+                        if w == self.me {
+                            local.push(part);
+                        } else {
+                            forward.push((w, part));
+                        }
                     }
                 }
             }
+            if !ahead.is_empty() {
+                // Drained by the install of their epoch, which cannot have happened yet.
+                lock(&self.held).extend(ahead);
+            }
+            if !local.is_empty() {
+                self.sched.push_many(local);
+            }
         }
-        if !local.is_empty() {
-            self.sched.push_many(local);
+        for (w, part) in forward {
+            self.send_to_peer(w, Message::Request(part));
         }
-    }
-
-    /// Holds `r` if its epoch is ahead of this worker's routing; otherwise returns it, with
-    /// `routing` at least as new as its epoch. [`Self::install`] publishes the epoch and then
-    /// drains `held` under its lock, so the epoch is checked again under that lock: a request
-    /// checked against a routing that an install replaced meanwhile would otherwise be held
-    /// after the drain, and its chain would never complete.
-    fn hold_if_ahead(&self, r: Request, routing: &mut Arc<Routing>) -> Option<Request> {
-        if r.epoch <= routing.epoch {
-            return Some(r);
-        }
-        let mut held = lock(&self.held);
-        if r.epoch > self.epoch.load(Ordering::Acquire) {
-            held.push(r);
-            return None;
-        }
-        drop(held);
-        *routing = self.routing();
-        Some(r)
     }
 
     /// Installs a routing and returns the requests held for it.

@@ -16,6 +16,8 @@ struct Totals {
     edges: Vec<u64>,
     local: u64,
     remote: u64,
+    /// Per operator, records per key group.
+    groups: Vec<Vec<u64>>,
 }
 
 fn totals(shared: &WorkerShared) -> Totals {
@@ -23,9 +25,18 @@ fn totals(shared: &WorkerShared) -> Totals {
     let mut t = Totals {
         ops: vec![[0; 7]; n_ops],
         edges: vec![0; shared.pipeline.streams.len()],
+        groups: shared
+            .counters
+            .first()
+            .map_or_else(Vec::new, |c| c.groups.iter().map(|g| vec![0; g.len()]).collect()),
         ..Totals::default()
     };
     for c in &shared.counters {
+        for (acc, g) in t.groups.iter_mut().zip(c.groups.iter()) {
+            for (a, x) in acc.iter_mut().zip(g.iter()) {
+                *a += x.load(Ordering::Relaxed);
+            }
+        }
         for (o, oc) in c.ops.iter().enumerate() {
             let v = [
                 &oc.processed,
@@ -135,6 +146,7 @@ fn build(
                 },
                 rejects: rejects[o].iter().map(|(r, n)| (r.to_owned(), n)).collect(),
                 dispatch_us: 0.0,
+                groups: group_deltas(prev.groups.get(o), now.groups.get(o)),
             }
         })
         .collect();
@@ -156,4 +168,15 @@ fn build(
     report.saturated = queue > shared.settings.saturation_queue
         && report.mean_wait_us() / 1e3 > shared.settings.saturation_wait_ms;
     report
+}
+
+/// Records per key group between two totals, for the groups that had any.
+fn group_deltas(prev: Option<&Vec<u64>>, now: Option<&Vec<u64>>) -> Vec<(u32, u64)> {
+    let (Some(prev), Some(now)) = (prev, now) else { return Vec::new() };
+    now.iter()
+        .zip(prev)
+        .enumerate()
+        .filter(|(_, (n, p))| n > p)
+        .map(|(g, (n, p))| (g as u32, n - p))
+        .collect()
 }

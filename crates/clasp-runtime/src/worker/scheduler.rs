@@ -149,6 +149,14 @@ impl Scheduler {
         }
     }
 
+    /// [`Self::release`] for a caller holding the queue's lock.
+    fn release_locked(&self, op: usize) {
+        self.running[op].0.fetch_sub(1, Ordering::SeqCst);
+        if self.paused.load(Ordering::SeqCst) && self.running_total() == 0 {
+            self.drained.notify_all();
+        }
+    }
+
     /// Enqueues requests (stamping their arrival) and wakes executors for them.
     pub fn push_many(&self, reqs: impl IntoIterator<Item = Request>) {
         self.push_stamped(reqs, Instant::now());
@@ -252,10 +260,13 @@ impl Scheduler {
         now: Instant,
         mut before_sleep: impl FnMut(),
     ) -> Next {
-        if let Some(op) = finished {
-            self.release(op.index());
-        }
+        // The finished execution is released only once its chained requests are queued (or
+        // one of them holds an instance): a pause waiting for running executions must find
+        // them in the queue, not see them queued after it took the queue out.
         if let Some(mut request) = self.take_own(children) {
+            if let Some(op) = finished {
+                self.release(op.index());
+            }
             // The executor stays on its CPU: `on_cpu` is unchanged.
             request.enqueued = Some(now);
             if !children.is_empty() {
@@ -269,6 +280,9 @@ impl Scheduler {
         let mut g = self.lock();
         for r in children.drain(..) {
             g.enqueue(r, now, &self.waiting);
+        }
+        if let Some(op) = finished {
+            self.release_locked(op.index());
         }
         let mut flushed = false;
         let mut slept = false;

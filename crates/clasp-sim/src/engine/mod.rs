@@ -258,7 +258,9 @@ impl<'p> Simulation<'p> {
                 Ok(r) => (r.keys, r.migration),
                 Err(_) => return,
             },
-            None => plan_rescale(self.p, &self.routing.placement, &self.routing.keys, &placement),
+            None => {
+                plan_rescale(self.p, &self.routing.placement, &self.routing.keys, &placement, &[])
+            }
         };
         self.begin_migration(placement, keys, plan, "scheduled", rate);
     }

@@ -115,6 +115,8 @@ impl Simulation<'_> {
                 state_keys,
                 dispatch_us: o.dispatch_us,
                 rejects: Vec::new(),
+                // The simulator models key skew by its per-worker shares, not per group.
+                groups: Vec::new(),
             })
             .collect();
         let mut report = WorkerReport {

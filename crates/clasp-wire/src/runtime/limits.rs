@@ -234,6 +234,9 @@ impl Validate<Limits> for WorkerReport {
         l.worker("Report.worker", self.worker)?;
         l.epoch("Report.epoch", self.epoch)?;
         check_len("Report.ops", self.ops.len(), l.operators())?;
+        for op in &self.ops {
+            op.groups.iter().try_for_each(|&(g, _)| l.key_group("Report.ops[].groups[]", g))?;
+        }
         check_len("Report.edges", self.edges.len(), l.streams as usize)
     }
 }
