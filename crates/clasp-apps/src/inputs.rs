@@ -5,6 +5,7 @@
 //! (SD's mote id, the taxi sources' ride id) and empty otherwise. Generated files are in the same
 //! public formats as the real data sets, so one loader reads both.
 
+use crate::error::AppError;
 use clasp_core::input::{LineSource, SourcePosition, cannot_seek};
 use std::io::{self, BufRead, Write};
 
@@ -250,21 +251,18 @@ pub fn sources_of(app: &str) -> Vec<SourceDef> {
 
 /// The source `source` of `app` (or its only source when `None`), with an error that lists
 /// the choices.
-pub fn source(app: &str, source: Option<&str>) -> Result<SourceDef, String> {
+pub fn source(app: &str, source: Option<&str>) -> Result<SourceDef, AppError> {
     let all = sources_of(app);
     if all.is_empty() {
-        return Err(format!("unknown application `{app}`; known: {}", crate::APPS.join(", ")));
+        return Err(crate::unknown_app(app));
     }
     let names = || all.iter().map(|s| s.source).collect::<Vec<_>>().join(", ");
     match source {
         Some(name) => all.iter().find(|s| s.source == name).copied().ok_or_else(|| {
-            format!("application `{app}` has no source `{name}`; its sources: {}", names())
+            AppError::NoSuchSource { app: app.to_owned(), name: name.to_owned(), sources: names() }
         }),
         None if all.len() == 1 => Ok(all[0]),
-        None => Err(format!(
-            "application `{app}` has several sources; choose one with --source: {}",
-            names()
-        )),
+        None => Err(AppError::SeveralSources { app: app.to_owned(), sources: names() }),
     }
 }
 
@@ -322,9 +320,9 @@ mod tests {
 
     #[test]
     fn source_choice_errors_name_the_options() {
-        assert!(source("taxi-w2", None).unwrap_err().contains("rides, fares"));
-        assert!(source("taxi-w2", Some("x")).unwrap_err().contains("rides, fares"));
-        assert!(source("nope", None).unwrap_err().contains("wc, sd"));
+        assert!(source("taxi-w2", None).unwrap_err().to_string().contains("rides, fares"));
+        assert!(source("taxi-w2", Some("x")).unwrap_err().to_string().contains("rides, fares"));
+        assert!(source("nope", None).unwrap_err().to_string().contains("wc, sd"));
         assert_eq!(source("sd", None).unwrap().source, "readings");
     }
 

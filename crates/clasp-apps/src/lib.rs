@@ -10,6 +10,8 @@
 
 pub mod aa;
 pub mod date;
+pub mod error;
+pub use error::AppError;
 pub mod etl;
 pub mod inputs;
 pub mod json;
@@ -46,10 +48,14 @@ pub fn spec_text(app: &str) -> Option<&'static str> {
 }
 
 /// The parsed pipeline of an application (from its shipped spec).
-pub fn pipeline(app: &str) -> Result<Pipeline, String> {
-    let text = spec_text(app)
-        .ok_or_else(|| format!("unknown application `{app}`; known: {}", APPS.join(", ")))?;
-    clasp_core::spec::parse(text, &format!("pipelines/{app}.toml")).map_err(|e| e.to_string())
+pub fn pipeline(app: &str) -> Result<Pipeline, AppError> {
+    let text = spec_text(app).ok_or_else(|| unknown_app(app))?;
+    Ok(clasp_core::spec::parse(text, &format!("pipelines/{app}.toml"))?)
+}
+
+/// The error for an application that is not shipped.
+pub(crate) fn unknown_app(app: &str) -> AppError {
+    AppError::UnknownApp { app: app.to_owned(), known: APPS.join(", ") }
 }
 
 /// A registry with every application function (plus the built-in `identity`).

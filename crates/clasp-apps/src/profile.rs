@@ -5,6 +5,7 @@
 //! CLASP paper's per-tuple invocations, so "executions" are the paper's requests.
 //! `clasp gen <app> --profile --count 100000` prints the table of `docs/apps.md`.
 
+use crate::error::AppError;
 use crate::inputs::{self, SourceLines};
 use clasp_core::input::LineSource;
 use clasp_core::local::{LocalDriver, LocalOptions, OperatorStats};
@@ -90,17 +91,17 @@ impl Profile {
 
 /// Feeds `count` generated records of every source of `app` into `driver`, interleaving
 /// sources in proportion to their lengths, and flushes. Returns the records fed.
-pub fn feed(driver: &mut LocalDriver, app: &str, count: u64, seed: u64) -> Result<u64, String> {
+pub fn feed(driver: &mut LocalDriver, app: &str, count: u64, seed: u64) -> Result<u64, AppError> {
     let lines = generate(app, count, seed)?;
     let total = feed_lines(driver, &lines)?;
     Ok(total)
 }
 
 /// The generated lines of every source of `app`: `(source name, lines)`.
-pub fn generate(app: &str, count: u64, seed: u64) -> Result<Vec<SourceLines>, String> {
+pub fn generate(app: &str, count: u64, seed: u64) -> Result<Vec<SourceLines>, AppError> {
     let defs = inputs::sources_of(app);
     if defs.is_empty() {
-        return Err(format!("unknown application `{app}`"));
+        return Err(crate::unknown_app(app));
     }
     Ok(defs.iter().map(|d| (d.source.to_owned(), collect(d.generator(count, seed)))).collect())
 }
@@ -117,7 +118,7 @@ fn collect(mut g: Box<dyn LineSource>) -> Vec<Vec<u8>> {
 
 /// Feeds per-source lines into `driver` (keys from each source's format), interleaved in
 /// proportion to the sources' lengths, and flushes.
-pub fn feed_lines(driver: &mut LocalDriver, lines: &[SourceLines]) -> Result<u64, String> {
+pub fn feed_lines(driver: &mut LocalDriver, lines: &[SourceLines]) -> Result<u64, AppError> {
     let app = driver.pipeline().name.clone();
     let mut plan = Vec::new();
     for (source, ls) in lines {
@@ -150,27 +151,32 @@ pub fn feed_lines(driver: &mut LocalDriver, lines: &[SourceLines]) -> Result<u64
     Ok(fed)
 }
 
-fn source_id(p: &Pipeline, name: &str) -> Result<SourceId, String> {
-    p.source_id(name).ok_or_else(|| format!("pipeline `{}` has no source `{name}`", p.name))
+fn source_id(p: &Pipeline, name: &str) -> Result<SourceId, AppError> {
+    p.source_id(name)
+        .ok_or_else(|| AppError::NotInPipeline { pipeline: p.name.clone(), name: name.to_owned() })
 }
 
 /// Runs `app` on `count` generated records per source for `seed` and profiles it.
-pub fn run(app: &str, count: u64, seed: u64) -> Result<Profile, String> {
+pub fn run(app: &str, count: u64, seed: u64) -> Result<Profile, AppError> {
     let p = crate::pipeline(app)?;
     let options = LocalOptions { batch_size: 1, ..LocalOptions::default() };
-    let mut d = LocalDriver::new(&p, &crate::registry(), options).map_err(|e| e.to_string())?;
+    let mut d = LocalDriver::new(&p, &crate::registry(), options)?;
     let inputs = feed(&mut d, app, count, seed)?;
     profile(&d, inputs)
 }
 
 /// The profile of a finished run.
-pub fn profile(d: &LocalDriver, inputs: u64) -> Result<Profile, String> {
+pub fn profile(d: &LocalDriver, inputs: u64) -> Result<Profile, AppError> {
     let p = d.pipeline();
     let mut operators = Vec::new();
     for o in &p.operators {
         let stateful = d.keeps_state(o.id);
-        let state_bytes =
-            if stateful { d.state_bytes(o.id).map_err(|e| e.to_string())? } else { 0 };
+        let state_bytes = if stateful {
+            d.state_bytes(o.id)
+                .map_err(|source| AppError::State { operator: o.name.clone(), source })?
+        } else {
+            0
+        };
         operators.push(OperatorProfile {
             name: o.name.clone(),
             function: o.function.clone(),

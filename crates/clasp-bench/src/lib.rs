@@ -113,6 +113,9 @@ pub enum BenchError {
     /// Bad arguments (reported before anything runs).
     #[error("{0}")]
     Config(String),
+    /// An application, its input or its profile is not available.
+    #[error(transparent)]
+    App(#[from] clasp_apps::AppError),
     /// A `--set` key the experiment does not take.
     #[error(
         "unknown setting `{key}` for `{experiment}` on the {engine} engine{}; it takes: {valid}",
@@ -180,6 +183,12 @@ pub enum BenchError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The admin server of a watched run (`--set admin=true`) failed.
+    #[error("watching the run: {0}")]
+    Admin(#[from] clasp_admin::AdminError),
+    /// Scraping the admin server of a watched run failed.
+    #[error("scraping the admin server: {0}")]
+    Scrape(#[source] std::io::Error),
     /// The bundled chart font does not load (a damaged build, not bad input).
     #[error("the bundled chart font (DejaVu Sans) does not load")]
     Font,

@@ -57,13 +57,31 @@ impl<P: FileProblem> FileError<P> {
     }
 }
 
-/// Reads the file at `path` and hands its text and name to `parse`.
+/// Largest file of a format read (bytes): a spec of 20,000 operators is about 1.5 MB.
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// The text of `path`, refused beyond [`MAX_FILE_BYTES`] (`/dev/zero` is not read forever).
+fn read_bounded(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?.take(MAX_FILE_BYTES + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("the file is larger than {} MiB", MAX_FILE_BYTES >> 20),
+        ));
+    }
+    Ok(text)
+}
+
+/// Reads the file at `path` (at most [`MAX_FILE_BYTES`]) and hands its text and name to
+/// `parse`.
 pub fn read_then<T, P: FileProblem>(
     path: &std::path::Path,
     parse: impl FnOnce(&str, &str) -> Result<T, FileError<P>>,
 ) -> Result<T, FileError<P>> {
     let file = path.display().to_string();
-    match std::fs::read_to_string(path) {
+    match read_bounded(path) {
         Ok(text) => parse(&text, &file),
         Err(e) => {
             let problem = P::io(e.to_string());
@@ -76,6 +94,28 @@ pub fn read_then<T, P: FileProblem>(
                 problem,
             })
         }
+    }
+}
+
+/// Line starts of a text, so that the line of any offset is found in logarithmic time
+/// (validating a file names the line of each of its items: linear in the file's size).
+#[derive(Clone, Debug)]
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    /// The index of `text`.
+    pub fn new(text: &str) -> Self {
+        let starts = std::iter::once(0)
+            .chain(text.bytes().enumerate().filter(|&(_, b)| b == b'\n').map(|(i, _)| i + 1))
+            .collect();
+        Self { starts }
+    }
+
+    /// 1-based line of byte `offset` (as [`line_col`] gives it).
+    pub fn line(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&s| s <= offset)
     }
 }
 
@@ -133,4 +173,24 @@ pub fn closest<'a>(name: &str, known: impl Iterator<Item = &'a String>) -> Optio
         .filter(|(d, k)| *d <= 2.max(k.len() / 3))
         .min()
         .map(|(_, k)| k.clone())
+}
+
+#[cfg(test)]
+mod line_index_tests {
+    use super::*;
+
+    #[test]
+    fn the_index_gives_the_lines_line_col_gives() {
+        let text = "a\nbc\n\nd\n";
+        let index = LineIndex::new(text);
+        for offset in 0..=text.len() + 2 {
+            assert_eq!(index.line(offset), line_col(text, offset).0, "offset {offset}");
+        }
+    }
+
+    #[test]
+    fn an_endless_file_is_refused_after_the_limit() {
+        let err = read_bounded(std::path::Path::new("/dev/zero")).unwrap_err();
+        assert!(err.to_string().contains("larger than 16 MiB"), "{err}");
+    }
 }

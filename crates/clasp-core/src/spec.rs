@@ -6,7 +6,7 @@
 
 use crate::ids::{OperatorId, SinkId, SourceId, StreamId};
 use crate::kind::OperatorKind;
-use crate::locate::{FileError, FileProblem, closest, line_col, read_then};
+use crate::locate::{FileError, FileProblem, LineIndex, closest, read_then};
 use crate::pipeline::{
     Endpoint, Operator, Origin, Pipeline, ServiceMode, ServicePer, ServiceTime, Sink, Source,
     Stream,
@@ -56,12 +56,23 @@ pub enum Problem {
     Dangling(String),
     /// A number that must be finite and non-negative.
     Negative { value: f64 },
+    /// A number above the largest the field allows.
+    TooLarge { value: f64, max: f64 },
     /// A value outside the allowed set.
     BadValue { value: String, allowed: &'static [&'static str] },
     /// The spec declares no source or no operator.
     Empty(&'static str),
     /// A source feeds a stateful operator directly but does not say what keys its records.
     UnkeyedInput { source: String, operator: String },
+}
+
+/// A number as a person writes it: huge ones in exponent form.
+struct Short(f64);
+
+impl fmt::Display for Short {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.abs() >= 1e12 { write!(f, "{:e}", self.0) } else { write!(f, "{}", self.0) }
+    }
 }
 
 impl fmt::Display for Problem {
@@ -98,6 +109,9 @@ impl fmt::Display for Problem {
             Self::Dangling(what) => write!(f, "{what}"),
             Self::Negative { value } => {
                 write!(f, "the value {value} must be a finite number >= 0")
+            }
+            Self::TooLarge { value, max } => {
+                write!(f, "the value {} is larger than the largest allowed, {max}", Short(*value))
             }
             Self::BadValue { value, allowed } => {
                 write!(f, "`{value}` is not one of: {}", allowed.join(", "))
@@ -164,6 +178,7 @@ impl FileProblem for Problem {
             }
             Self::Dangling(_) => "connect it with a [[stream]] or remove it".into(),
             Self::Negative { .. } => "use a number that is zero or positive".into(),
+            Self::TooLarge { max, .. } => format!("use a number between 0 and {max}"),
             Self::BadValue { allowed, .. } => format!("use one of: {}", allowed.join(", ")),
             Self::Empty(what) => format!("declare at least one {what}"),
             Self::UnkeyedInput { .. } => "add `key_field = N` to the source: the 0-based field of \
@@ -241,6 +256,13 @@ struct RawStream {
     rate: Option<Spanned<f64>>,
 }
 
+/// Largest rate a spec may give a source or stream (records per second).
+pub const MAX_RATE: f64 = 1e9;
+/// Largest selectivity of an operator (records out per record in).
+pub const MAX_SELECTIVITY: f64 = 1e6;
+/// Largest emulated service time (µs per record or request): one minute.
+pub const MAX_SERVICE_US: f64 = 60e6;
+
 /// Reads and validates the spec file at `path`.
 pub fn load(path: &std::path::Path) -> Result<Pipeline, SpecError> {
     read_then(path, parse)
@@ -249,12 +271,13 @@ pub fn load(path: &std::path::Path) -> Result<Pipeline, SpecError> {
 /// Parses and validates spec `text`; `file` names it in errors.
 pub fn parse(text: &str, file: &str) -> Result<Pipeline, SpecError> {
     let raw: RawSpec = toml::from_str(text).map_err(|e| SpecError::syntax(text, file, &e))?;
-    Validator { text, file }.validate(raw)
+    Validator { text, file, lines: LineIndex::new(text) }.validate(raw)
 }
 
 struct Validator<'a> {
     text: &'a str,
     file: &'a str,
+    lines: LineIndex,
 }
 
 /// A name and where it was declared, before ids exist.
@@ -271,7 +294,7 @@ impl Validator<'_> {
     }
 
     fn origin(&self, span: &Range<usize>) -> Origin {
-        Origin { file: self.file.into(), line: line_col(self.text, span.start).0 }
+        Origin { file: self.file.into(), line: self.lines.line(span.start) }
     }
 
     fn name(
@@ -299,14 +322,19 @@ impl Validator<'_> {
         Ok((name.get_ref().clone(), name.span()))
     }
 
-    fn non_negative(
+    /// A number that must be finite, at least 0 and at most `max`.
+    fn bounded(
         &self,
         v: &Option<Spanned<f64>>,
         field: String,
+        max: f64,
     ) -> Result<Option<f64>, SpecError> {
         match v {
             Some(x) if !(x.get_ref().is_finite() && *x.get_ref() >= 0.0) => {
                 Err(self.error(x.span(), field, Problem::Negative { value: *x.get_ref() }))
+            }
+            Some(x) if *x.get_ref() > max => {
+                Err(self.error(x.span(), field, Problem::TooLarge { value: *x.get_ref(), max }))
             }
             Some(x) => Ok(Some(*x.get_ref())),
             None => Ok(None),
@@ -338,7 +366,7 @@ impl Validator<'_> {
     fn validate(&self, raw: RawSpec) -> Result<Pipeline, SpecError> {
         let mut names: HashMap<String, (Node, usize)> = HashMap::new();
         let mut register = |name: &str, span: &Range<usize>, node: Node, field: &str| {
-            let line = line_col(self.text, span.start).0;
+            let line = self.lines.line(span.start);
             if let Some((_, first_line)) = names.get(name) {
                 return Err(self.error(
                     span.clone(),
@@ -355,7 +383,7 @@ impl Validator<'_> {
             let field = format!("source[{i}]");
             let (name, span) = self.name(&s.get_ref().name, &s.span(), &field)?;
             register(&name, &span, Node::Source(i), &field)?;
-            let rate = self.non_negative(&s.get_ref().rate, format!("{field}.rate"))?;
+            let rate = self.bounded(&s.get_ref().rate, format!("{field}.rate"), MAX_RATE)?;
             let _ = &s.get_ref().description;
             sources.push(Source {
                 id: SourceId::from(i),
@@ -459,8 +487,10 @@ impl Validator<'_> {
                 Problem::OrderedWithoutState(name),
             ));
         }
-        let selectivity = self.non_negative(&o.selectivity, format!("{field}.selectivity"))?;
-        let micros = self.non_negative(&o.service_time_us, format!("{field}.service_time_us"))?;
+        let selectivity =
+            self.bounded(&o.selectivity, format!("{field}.selectivity"), MAX_SELECTIVITY)?;
+        let micros =
+            self.bounded(&o.service_time_us, format!("{field}.service_time_us"), MAX_SERVICE_US)?;
         let mode = self.choice(
             &o.service_mode,
             format!("{field}.service_mode"),
@@ -556,7 +586,7 @@ impl Validator<'_> {
                     Problem::DuplicateStream { from: pair.0, to: pair.1 },
                 ));
             }
-            let rate = self.non_negative(&s.get_ref().rate, format!("{field}.rate"))?;
+            let rate = self.bounded(&s.get_ref().rate, format!("{field}.rate"), MAX_RATE)?;
             streams.push(Stream {
                 id: StreamId::from(i),
                 from: endpoint(from),

@@ -17,7 +17,10 @@ use clasp_core::local::{LocalDriver, LocalOptions};
 use clasp_core::{Batch, Endpoint, Pipeline, Registry, SinkId, SourceId};
 use clasp_plan::edgecut::{CostModel, Devices};
 use clasp_runtime::worker::executor::now_ns;
-use clasp_wire::{FrameReader, write_frame};
+use clasp_wire::frame::PREAMBLE_LEN;
+use clasp_wire::{
+    Conn, Deadline, FrameReader, HANDSHAKE_DEADLINE, Opening, Security, WireError, write_frame,
+};
 use serde::Serialize;
 use std::io::Write;
 use std::net::TcpStream;
@@ -51,6 +54,8 @@ pub struct DeviceOptions {
     /// Whether a file input is the whole source, of which the device keeps its share (as for a
     /// generated trace); otherwise a file is the device's own raw data.
     pub split_files: bool,
+    /// The cluster secret and TLS the cloud expects.
+    pub security: Security,
 }
 
 impl DeviceOptions {
@@ -67,6 +72,7 @@ impl DeviceOptions {
             batch_size: 64,
             connect_timeout: Duration::from_secs(10),
             split_files: false,
+            security: Security::insecure(),
         }
     }
 }
@@ -415,7 +421,7 @@ impl Engine {
 struct Uplink {
     peer: String,
     writer: Option<LinkWriter>,
-    reader: TcpStream,
+    reader: Conn,
     incoming: FrameReader,
     frame: Vec<u8>,
     sent: Vec<u64>,
@@ -427,25 +433,51 @@ struct Uplink {
 impl Uplink {
     /// Connects (retrying until the timeout), says hello and waits to be welcomed.
     fn connect(opts: &DeviceOptions, hello: &Hello) -> Result<Self, EdgeError> {
-        let stream = connect_retrying(&opts.join, opts.connect_timeout)?;
-        let _ = stream.set_nodelay(true);
+        let tcp = connect_retrying(&opts.join, opts.connect_timeout)?;
         let peer = format!("the cloud at {}", opts.join);
         let io_err =
             |e: std::io::Error| EdgeError::Protocol { peer: peer.clone(), problem: e.to_string() };
+        let me = protocol::device_identity(&hello.device);
+        let opening = Opening {
+            security: &opts.security,
+            protocol: &protocol::PROTOCOL,
+            identity: &me,
+            max_frame: protocol::MAX_FRAME,
+            deadline: Deadline::after(HANDSHAKE_DEADLINE),
+        };
+        let expect = |id: &str| {
+            if id == protocol::CLOUD_IDENTITY {
+                Ok(())
+            } else {
+                Err(format!("expected the cloud, reached `{}`", clasp_wire::auth::printable(id)))
+            }
+        };
+        let link =
+            clasp_wire::link::dial(tcp, &opts.join, &opening, expect).map_err(|e| match e {
+                WireError::Rejected { reason, .. } => EdgeError::Refused {
+                    addr: opts.join.clone(),
+                    device: hello.device.clone(),
+                    reason,
+                },
+                other => EdgeError::Protocol { peer: peer.clone(), problem: other.to_string() },
+            })?;
+        let stream = link.conn;
         let reader = stream.try_clone().map_err(io_err)?;
-        let mut head = protocol::PROTOCOL.preamble().to_vec();
         let mut frame = Vec::new();
         clasp_wire::encode(&Outgoing::Hello(hello), &mut frame);
-        head.extend_from_slice(&frame);
-        (&stream).write_all(&head).map_err(io_err)?;
+        (&stream).write_all(&frame).map_err(io_err)?;
+        stream.set_timeouts(None).map_err(io_err)?;
+        let head_len = PREAMBLE_LEN + frame.len();
+        let mut incoming = link.reader;
+        incoming.set_max_frame(protocol::MAX_FRAME);
         let mut link = Self {
             peer: peer.clone(),
             writer: Some(LinkWriter::new(stream, opts.shape)),
             reader,
-            incoming: FrameReader::new(peer.clone(), protocol::MAX_FRAME),
+            incoming,
             frame,
             sent: vec![0; hello.connectors.len()],
-            bytes: head.len() as u64,
+            bytes: head_len as u64,
             frames: 0,
             device: hello.device.clone(),
         };

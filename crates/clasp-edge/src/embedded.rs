@@ -66,6 +66,9 @@ pub fn run(
     let mut cloud_opts = opts.cloud.clone();
     cloud_opts.listen = "127.0.0.1:0".into();
     cloud_opts.mode = opts.mode;
+    // Devices and cloud are all started here: they share a secret made for the run.
+    cloud_opts.security = cloud_opts.security.or_generated()?;
+    let security = cloud_opts.security.clone();
     let cloud_inputs: Vec<String> =
         devices.cloud_sources.iter().map(|s| p.sources[s.index()].name.clone()).collect();
     cloud_opts.inputs =
@@ -84,6 +87,7 @@ pub fn run(
         o.shape = opts.shape;
         o.flush = opts.flush;
         o.split_files = true;
+        o.security = security.clone();
         prepared.push((device::prepare(p, devices, model, registry, &o)?, o));
     }
     let registry = registry.clone();

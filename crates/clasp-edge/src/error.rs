@@ -104,6 +104,9 @@ pub enum EdgeError {
     /// The cloud runtime failed.
     #[error("cloud runtime: {0}")]
     Runtime(String),
+    /// No secret could be made for an embedded run.
+    #[error(transparent)]
+    Secret(#[from] clasp_wire::SecretError),
     /// Operator implementations are missing.
     #[error("{0}")]
     Registry(String),

@@ -13,9 +13,9 @@
 //! qdisc ... tbf` on the device's veth) and only the delay is added here (this kernel has no
 //! netem).
 
+use clasp_wire::Conn;
 use crossbeam_channel::{Receiver, Sender};
 use std::io::{self, Write};
-use std::net::TcpStream;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -66,7 +66,7 @@ pub struct LinkWriter(Inner);
 
 enum Inner {
     /// Unshaped.
-    Direct(io::BufWriter<TcpStream>),
+    Direct(io::BufWriter<Conn>),
     /// Through a shaping thread.
     Shaped {
         /// Segments to the thread (`None` once finished).
@@ -87,7 +87,7 @@ impl std::fmt::Debug for LinkWriter {
 
 impl LinkWriter {
     /// A writer to `stream` emulating `shape`.
-    pub fn new(stream: TcpStream, shape: LinkShape) -> Self {
+    pub fn new(stream: Conn, shape: LinkShape) -> Self {
         if !shape.is_shaped() {
             return Self(Inner::Direct(io::BufWriter::with_capacity(64 << 10, stream)));
         }
@@ -150,7 +150,7 @@ impl Write for LinkWriter {
 }
 
 /// The shaping thread: delivers each segment at its time.
-fn run_link(mut stream: TcpStream, rx: &Receiver<Segment>, shape: LinkShape) -> io::Result<()> {
+fn run_link(mut stream: Conn, rx: &Receiver<Segment>, shape: LinkShape) -> io::Result<()> {
     let mut free = Instant::now();
     for seg in rx {
         let at = shape.delivery(seg.at, seg.bytes.len(), &mut free);
@@ -195,7 +195,8 @@ mod tests {
             got
         });
         let shape = LinkShape { bandwidth_bps: Some(8e6), delay: Duration::from_millis(1) };
-        let mut w = LinkWriter::new(TcpStream::connect(addr).unwrap(), shape);
+        let mut w =
+            LinkWriter::new(Conn::plain(std::net::TcpStream::connect(addr).unwrap()), shape);
         let data: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
         w.write_all(&data).unwrap();
         w.finish().unwrap();

@@ -10,10 +10,9 @@ use clasp_edge::device::{self, DeviceOptions};
 use clasp_edge::protocol::{self, Outgoing, ToDevice};
 use clasp_edge::{EdgeError, Mode};
 use clasp_plan::edgecut::{self, CostModel};
-use clasp_wire::FrameReader;
+use clasp_wire::Security;
 use common::*;
 use std::io::Write;
-use std::net::TcpStream;
 use std::time::Duration;
 
 /// Starts a cloud for w1's five devices that waits `wait` for them; returns its address and
@@ -81,10 +80,10 @@ fn a_data_frame_naming_an_unknown_connector_fails_the_run_naming_it() {
     // edge-1 states the right part, then sends a frame for a connector past its last.
     let hello = device::plan(&p, &d, &model, Mode::Cut, "edge-1").unwrap().hello;
     let connectors = hello.connectors.len();
-    let mut s = TcpStream::connect(&addr).unwrap();
-    let mut out = protocol::PROTOCOL.preamble().to_vec();
+    let (s, mut frames) = dial_as("device:edge-1", &addr, &Security::insecure());
+    let mut out = Vec::new();
     clasp_wire::encode(&Outgoing::Hello(&hello), &mut out);
-    s.write_all(&out).unwrap();
+    (&s).write_all(&out).unwrap();
     let others: Vec<_> = ["edge-2", "edge-3", "edge-4", "edge-5"]
         .into_iter()
         .map(|id| {
@@ -92,10 +91,9 @@ fn a_data_frame_naming_an_unknown_connector_fails_the_run_naming_it() {
             std::thread::spawn(move || device::run(&p, &d, &model, &clasp_apps::registry(), &o))
         })
         .collect();
-    let mut frames = FrameReader::new("cloud", protocol::MAX_FRAME);
     let limits = protocol::Limits { connectors };
     for expected in [ToDevice::Welcome, ToDevice::Start] {
-        let got: Option<ToDevice> = frames.read_message(&mut s, &limits).unwrap();
+        let got: Option<ToDevice> = frames.read_message(&mut &s, &limits).unwrap();
         assert_eq!(got, Some(expected));
     }
     let bad = connectors as u16 + 40;
@@ -106,7 +104,7 @@ fn a_data_frame_naming_an_unknown_connector_fails_the_run_naming_it() {
         &Outgoing::Data { connector: bad, origin_ns: 0, records: &records },
         &mut out,
     );
-    s.write_all(&out).unwrap();
+    (&s).write_all(&out).unwrap();
     drop(s);
     for t in others {
         t.join().unwrap().unwrap();

@@ -6,6 +6,8 @@ use crate::planner::{Planner, PlannerConfig, PlannerError, SinkOutput};
 use crate::worker::{self, WorkerError, WorkerOptions};
 use clasp_core::placement::{KeyAssignment, Placement};
 use clasp_core::{Pipeline, Registry, WorkerId};
+use clasp_wire::secret::TOKEN_ENV;
+use clasp_wire::{Security, Tls};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
@@ -41,6 +43,9 @@ pub enum ClusterError {
         /// Its error.
         error: String,
     },
+    /// No secret could be made for the cluster.
+    #[error(transparent)]
+    Secret(#[from] clasp_wire::SecretError),
     /// A worker process could not be started.
     #[error("starting worker process {exe}: {error}")]
     Spawn {
@@ -62,6 +67,7 @@ pub struct WorkerPool {
     join: String,
     launch: Launch,
     slots: u32,
+    security: Security,
     handles: Vec<(WorkerId, Handle)>,
 }
 
@@ -72,9 +78,11 @@ impl std::fmt::Debug for WorkerPool {
 }
 
 impl WorkerPool {
-    /// A pool whose workers join the planner at `join`, each with `slots` executor slots.
-    pub fn new(join: String, launch: Launch, slots: u32) -> Self {
-        Self { join, launch, slots, handles: Vec::new() }
+    /// A pool whose workers join the planner at `join`, each with `slots` executor slots,
+    /// proving the secret of `security` (worker processes receive it in their environment,
+    /// never on their command line).
+    pub fn new(join: String, launch: Launch, slots: u32, security: Security) -> Self {
+        Self { join, launch, slots, security, handles: Vec::new() }
     }
 
     /// Starts worker `id` (it joins the planner asynchronously).
@@ -83,8 +91,12 @@ impl WorkerPool {
         let handle = match &self.launch {
             Launch::Threads(registry) => {
                 let registry = registry.clone();
-                let opts =
-                    WorkerOptions { slots: self.slots, id: Some(id), ..WorkerOptions::default() };
+                let opts = WorkerOptions {
+                    slots: self.slots,
+                    id: Some(id),
+                    security: self.security.clone(),
+                    ..WorkerOptions::default()
+                };
                 Handle::Thread(
                     std::thread::Builder::new()
                         .name(format!("worker-{id}"))
@@ -93,22 +105,31 @@ impl WorkerPool {
                 )
             }
             Launch::Processes { exe, args } => {
-                let child = Command::new(exe)
-                    .args(args)
-                    .args([
-                        "--join",
-                        &join,
-                        "--id",
-                        &id.0.to_string(),
-                        "--slots",
-                        &self.slots.to_string(),
-                    ])
-                    .stdin(Stdio::null())
-                    .spawn()
-                    .map_err(|error| ClusterError::Spawn {
-                        exe: exe.display().to_string(),
-                        error,
-                    })?;
+                let mut cmd = Command::new(exe);
+                cmd.args(args).args([
+                    "--join",
+                    &join,
+                    "--id",
+                    &id.0.to_string(),
+                    "--slots",
+                    &self.slots.to_string(),
+                ]);
+                // The secret goes in the environment: a command line is visible to every user.
+                match &self.security.secret {
+                    Some(secret) => cmd.env(TOKEN_ENV, secret.expose()),
+                    None => cmd.env_remove(TOKEN_ENV).arg("--insecure"),
+                };
+                if let Some(files) = self.security.tls.as_ref().and_then(Tls::files) {
+                    cmd.arg("--tls-cert").arg(&files.cert);
+                    cmd.arg("--tls-key").arg(&files.key);
+                    cmd.arg("--tls-ca").arg(&files.ca);
+                }
+                // In a process group of its own, a terminal's Ctrl-C reaches the planner
+                // only, which then stops the run and collects the workers' results.
+                std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+                let child = cmd.stdin(Stdio::null()).spawn().map_err(|error| {
+                    ClusterError::Spawn { exe: exe.display().to_string(), error }
+                })?;
                 Handle::Process(child)
             }
             Launch::External => Handle::External,
@@ -199,13 +220,15 @@ pub fn scale_out(
     Ok(())
 }
 
-/// Stops workers `to..from` (a migration must have taken everything off them).
+/// Stops workers `to..from` (a migration must have taken everything off them), after their
+/// last interval's reports arrived.
 pub fn scale_in(
     planner: &mut Planner,
     pool: &mut WorkerPool,
     from: u32,
     to: u32,
 ) -> Result<(), ClusterError> {
+    planner.collect_reports((to..from).map(WorkerId).collect())?;
     for w in to..from {
         planner.retire(WorkerId(w));
         pool.stop(WorkerId(w))?;
@@ -228,17 +251,23 @@ impl std::fmt::Debug for Cluster {
 }
 
 impl Cluster {
-    /// Starts a planner and `workers` workers, and waits until they are all connected.
+    /// Starts a planner and `workers` workers, and waits until they are all connected. A
+    /// cluster whose workers it starts itself (threads or processes) and that was given no
+    /// secret makes one.
     pub fn start(
         pipeline: Pipeline,
-        config: PlannerConfig,
+        mut config: PlannerConfig,
         sink: Box<dyn SinkOutput>,
         launch: Launch,
         workers: usize,
         slots: u32,
     ) -> Result<Self, ClusterError> {
+        if !matches!(launch, Launch::External) {
+            config.security = config.security.or_generated()?;
+        }
+        let security = config.security.clone();
         let mut planner = Planner::start(pipeline, config, sink)?;
-        let mut pool = WorkerPool::new(planner.addr().to_string(), launch, slots);
+        let mut pool = WorkerPool::new(planner.addr().to_string(), launch, slots, security);
         if let Err(e) = scale_out(&mut planner, &mut pool, 0, workers as u32) {
             pool.kill_all();
             return Err(e);

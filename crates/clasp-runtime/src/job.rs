@@ -6,13 +6,14 @@ use crate::fault::catalog::{self, CatalogError};
 use crate::fault::runner::{positions_of, restore_orders};
 use crate::fault::store::{self, StoreError};
 use crate::fault::{CheckpointRecord, FaultNote, FaultTolerance, JobHooks, RecoveryRecord};
+use crate::observe::Observatory;
 use crate::planner::stats::{MigrationRecord, RunSummary};
 use crate::planner::{Input, PlannerConfig, PlannerError, Progress, SinkOutput};
 use crate::routing::RoutingPlan;
 use crate::scaling::{CoefficientSample, ScalingError, ScalingEvent, ScalingLoop};
-use clasp_core::Pipeline;
 use clasp_core::placement::Placement;
 use clasp_core::stats::ObservedStats;
+use clasp_core::{Pipeline, WorkerId};
 use clasp_plan::autoscaler::{AutoscalerConfig, Recommendation};
 use clasp_plan::keys::assign_keys;
 use clasp_plan::policy::clasp_on_workers;
@@ -106,6 +107,9 @@ pub struct RunStats {
     pub recoveries: Vec<RecoveryRecord>,
     /// Totals.
     pub summary: RunSummary,
+    /// Set when the run failed: why, the statistics covering it up to then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 /// What a run produced.
@@ -162,6 +166,17 @@ pub enum JobError {
     /// Fault injection needs worker processes.
     #[error("killing workers needs them as processes (--processes)")]
     KillsNeedProcesses,
+    /// The run failed after it started; what could be saved was written.
+    #[error("the run failed; partial results: {saved}")]
+    Failed {
+        /// Why it failed.
+        #[source]
+        error: Box<JobError>,
+        /// What was written anyway.
+        saved: String,
+        /// The statistics up to the failure (for `--stats`).
+        stats: Box<RunStats>,
+    },
 }
 
 impl From<ScalingError> for JobError {
@@ -240,10 +255,25 @@ pub fn run(
     progress: impl FnMut(&Progress),
     on_event: impl FnMut(&ScalingEvent),
 ) -> Result<JobOutput, JobError> {
-    run_with_faults(job, inputs, sink, state_dump, progress, on_event, |_| {})
+    run_with_faults(job, inputs, sink, state_dump, progress, on_event, |_| {}, None)
 }
 
-/// [`run`], with `on_note` seeing every checkpoint and recovery.
+/// [`run`], showing the run to `observatory` after every interval and at the end.
+pub fn run_observed(
+    job: Job,
+    inputs: Vec<Input>,
+    sink: Box<dyn SinkOutput>,
+    state_dump: Option<&mut dyn Write>,
+    progress: impl FnMut(&Progress),
+    on_event: impl FnMut(&ScalingEvent),
+    observatory: Option<&Observatory>,
+) -> Result<JobOutput, JobError> {
+    run_with_faults(job, inputs, sink, state_dump, progress, on_event, |_| {}, observatory)
+}
+
+/// [`run`], with `on_note` seeing every checkpoint and recovery, and the run shown to
+/// `observatory` after every interval and at the end.
+#[allow(clippy::too_many_arguments)]
 pub fn run_with_faults(
     job: Job,
     mut inputs: Vec<Input>,
@@ -252,6 +282,7 @@ pub fn run_with_faults(
     mut progress: impl FnMut(&Progress),
     mut on_event: impl FnMut(&ScalingEvent),
     mut on_note: impl FnMut(&FaultNote),
+    observatory: Option<&Observatory>,
 ) -> Result<JobOutput, JobError> {
     let checkpoints = job.fault.checkpoint.is_some();
     if !job.fault.kills.is_empty() && !matches!(job.launch, Launch::Processes { .. }) {
@@ -325,6 +356,9 @@ pub fn run_with_faults(
         }
     }
     let mut scaler = ScalingLoop::new(job.scaling.clone(), &job.pipeline, placement, keys, epoch)?;
+    if let Some(o) = observatory {
+        o.observe(&cluster.planner, None, Some(&scaler));
+    }
     scaler.autoscaler_mut().set_checkpoints(
         job.fault.checkpoint,
         first_id,
@@ -350,31 +384,78 @@ pub fn run_with_faults(
         on_note: &mut on_note,
         fault,
         failure: None,
+        observatory,
     };
     let result = planner.run_with(inputs, job.duration, &mut progress, &mut hooks);
     let failure = hooks.failure.take();
-    let (fault_checkpoints, fault_recoveries) =
+    let (checkpoints, recoveries) =
         hooks.fault.take().map(|f| (f.checkpoints, f.recoveries)).unwrap_or_default();
     drop(hooks);
-    let summary = match (result, failure) {
-        (Ok(s), None) => s,
-        (Err(e), _) => {
-            cluster.pool.kill_all();
-            return Err(e.into());
+    let error: JobError = match (result, failure) {
+        (Ok(summary), None) => {
+            if let Some(o) = observatory {
+                o.observe(&cluster.planner, None, Some(&scaler));
+                o.finish();
+            }
+            let state_lines = match state_dump {
+                Some(out) => cluster.planner.dump_state(out)?,
+                None => 0,
+            };
+            let mut stats = run_stats(&cluster.planner, &scaler, policy, summary.clone());
+            stats.checkpoints = checkpoints;
+            stats.recoveries = recoveries;
+            let placement = scaler.autoscaler().placement().clone();
+            cluster.shutdown()?;
+            return Ok(JobOutput { summary, stats, placement, state_lines });
         }
-        (Ok(_), Some(e)) => {
-            cluster.pool.kill_all();
-            return Err(e.into());
-        }
+        (Ok(_), Some(e)) => e.into(),
+        (Err(e), _) => e.into(),
     };
-    let state_lines = match state_dump {
-        Some(out) => cluster.planner.dump_state(out)?,
-        None => 0,
-    };
-    let mut observed = cluster.planner.observed(summary.duration_s + 1.0);
+    if let Some(o) = observatory {
+        o.finish();
+    }
+    // What arrived is kept: the sink records so far and the keyed state of the workers still
+    // alive, saved before they are stopped.
+    let mut saved = Vec::new();
+    let output_failed = matches!(error, JobError::Planner(PlannerError::Output { .. }));
+    match cluster.planner.flush_output() {
+        Ok(()) => saved.push("the sink records that arrived are written".to_string()),
+        // Already the run's error.
+        Err(_) if output_failed => {}
+        Err(e) => saved.push(format!("writing the sink records failed too: {e}")),
+    }
+    if let Some(out) = state_dump {
+        saved.push(match cluster.planner.dump_surviving_state(out, Duration::from_secs(30)) {
+            Ok((lines, workers)) => {
+                let workers: Vec<String> = workers.iter().map(WorkerId::to_string).collect();
+                format!("--state-dump holds {lines} keys, of workers {} only", workers.join(", "))
+            }
+            Err(e) => format!("the state dump failed too: {e}"),
+        });
+    }
+    let mut stats = run_stats(&cluster.planner, &scaler, policy, cluster.planner.partial_summary());
+    stats.checkpoints = checkpoints;
+    stats.recoveries = recoveries;
+    stats.failed = Some(error.to_string());
+    cluster.pool.kill_all();
+    Err(JobError::Failed {
+        error: Box::new(error),
+        saved: saved.join("; "),
+        stats: Box::new(stats),
+    })
+}
+
+/// The statistics of a run for `--stats`: observed over the whole run, and the scaling history.
+fn run_stats(
+    planner: &crate::planner::Planner,
+    scaler: &ScalingLoop,
+    policy: Policy,
+    summary: RunSummary,
+) -> RunStats {
+    let mut observed = planner.observed(summary.duration_s + 1.0);
     let autoscaler = scaler.autoscaler();
     observed.coefficients = Some(autoscaler.coefficients());
-    let stats = RunStats {
+    RunStats {
         observed,
         policy: policy.name().into(),
         scaling_events: scaler.events.clone(),
@@ -386,11 +467,9 @@ pub fn run_with_faults(
             .iter()
             .map(|(t, r)| RecommendationRecord::new(*t, r))
             .collect(),
-        checkpoints: fault_checkpoints,
-        recoveries: fault_recoveries,
-        summary: summary.clone(),
-    };
-    let placement = autoscaler.placement().clone();
-    cluster.shutdown()?;
-    Ok(JobOutput { summary, stats, placement, state_lines })
+        checkpoints: Vec::new(),
+        recoveries: Vec::new(),
+        summary,
+        failed: None,
+    }
 }

@@ -8,6 +8,7 @@
 //! - [`scaling`]: the autoscaler's steps executed on the cluster (workers, migration);
 //! - [`wire`]: the messages and framing of `clasp-wire`; [`net`]: handshake and per-peer
 //!   sending/receiving threads;
+//! - [`observe`]: what a running job shows observers (the admin server's data);
 //! - [`cluster`]: embedded and multi-process deployments over the same code path;
 //! - [`fault`]: checkpoints, their stores, recovery and the transactional output.
 
@@ -17,6 +18,7 @@ pub mod job;
 pub mod metrics;
 pub mod migration;
 pub mod net;
+pub mod observe;
 pub mod planner;
 pub mod request;
 pub mod routing;

@@ -8,9 +8,13 @@
 //! wait a little to fill its buffer.
 
 use crate::wire::{self, FrameReader, Hello, Limits, Message, PROTOCOL, WireError};
+use clasp_wire::conn::Timed;
+use clasp_wire::{
+    Conn, Deadline, Established, HANDSHAKE_DEADLINE, HandshakeGate, Opening, Security, auth,
+};
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use std::io::Write;
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
@@ -57,24 +61,40 @@ fn io_err(peer: &str) -> impl FnOnce(std::io::Error) -> WireError + '_ {
     move |source| WireError::Io { peer: peer.to_owned(), source }
 }
 
-/// Connects to `addr`, introduces this node with `hello`, and checks the peer's preamble.
+/// Connects to `addr`, proves the cluster secret and this node's identity (that of `hello`),
+/// checks that the peer proves `expect`, and introduces this node with `hello`.
 pub fn connect(
     addr: &str,
     hello: &Hello,
+    security: &Security,
+    expect: &str,
     max_frame: u32,
-) -> Result<(TcpStream, FrameReader), WireError> {
+) -> Result<(Conn, FrameReader), WireError> {
     let target: SocketAddr =
         addr.to_socket_addrs().map_err(io_err(addr))?.next().ok_or_else(|| {
             WireError::Protocol { peer: addr.into(), message: "no such address".into() }
         })?;
-    let mut stream = connect_retrying(target).map_err(io_err(addr))?;
-    stream.set_nodelay(true).map_err(io_err(addr))?;
-    let mut buf = PROTOCOL.preamble().to_vec();
+    let tcp = connect_retrying(target).map_err(io_err(addr))?;
+    let me = wire::worker_identity(hello.worker);
+    let opening = Opening {
+        security,
+        protocol: &PROTOCOL,
+        identity: &me,
+        max_frame,
+        deadline: Deadline::after(HANDSHAKE_DEADLINE),
+    };
+    let link = clasp_wire::link::dial(tcp, addr, &opening, |theirs| {
+        if theirs == expect {
+            Ok(())
+        } else {
+            Err(format!("dialed {expect}, reached `{}`", auth::printable(theirs)))
+        }
+    })?;
+    let mut buf = Vec::new();
     wire::encode(&Message::Hello(hello.clone()), &mut buf);
-    stream.write_all(&buf).map_err(io_err(addr))?;
-    let mut reader = stream.try_clone().map_err(io_err(addr))?;
-    PROTOCOL.read_preamble(&mut reader, addr)?;
-    Ok((stream, FrameReader::new(addr, max_frame)))
+    (&link.conn).write_all(&buf).map_err(io_err(addr))?;
+    link.conn.set_timeouts(None).map_err(io_err(addr))?;
+    Ok((link.conn, link.reader))
 }
 
 /// Peers may start a moment after the planner tells us about them.
@@ -92,24 +112,47 @@ fn connect_retrying(target: SocketAddr) -> std::io::Result<TcpStream> {
     }
 }
 
-/// Checks an accepted connection's preamble, answers with ours, and reads its `Hello`. A
-/// peer of another version, or whose `Hello` names a worker id beyond [`wire::MAX_WORKERS`],
-/// is told why before the connection closes.
-pub fn accept(stream: &mut TcpStream, max_frame: u32) -> Result<(Hello, FrameReader), WireError> {
-    let peer = stream.peer_addr().map_or_else(|_| "?".to_owned(), |a| a.to_string());
-    stream.set_nodelay(true).map_err(io_err(&peer))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10))).map_err(io_err(&peer))?;
-    if let Err(e) = PROTOCOL.read_preamble(stream, &peer) {
-        if let WireError::Version { .. } = e {
-            let mut buf = PROTOCOL.preamble().to_vec();
-            wire::encode(&Message::Reject(e.to_string()), &mut buf);
-            let _ = stream.write_all(&buf);
-        }
-        return Err(e);
-    }
-    PROTOCOL.write_preamble(stream).map_err(io_err(&peer))?;
-    let mut reader = FrameReader::new(peer.clone(), max_frame);
-    let hello = match reader.read_message(stream, &Limits::handshake()) {
+/// An accepted connection that proved a worker identity and introduced itself.
+#[derive(Debug)]
+pub struct Accepted {
+    /// The connection.
+    pub conn: Conn,
+    /// Its introduction, which agrees with the identity proved.
+    pub hello: Hello,
+    /// Reads its next frames.
+    pub reader: FrameReader,
+}
+
+/// Answers an accepted connection as `me`: checks its preamble, its proof of the cluster
+/// secret and of a worker identity, and reads its `Hello`, which must name the worker it
+/// proved to be — all within [`HANDSHAKE_DEADLINE`]. A peer of another version, or whose
+/// `Hello` names a worker id beyond [`wire::MAX_WORKERS`] or another worker than it proved, is
+/// told why before the connection closes.
+pub fn accept(
+    tcp: TcpStream,
+    security: &Security,
+    me: &str,
+    max_frame: u32,
+) -> Result<Accepted, WireError> {
+    let opening = Opening {
+        security,
+        protocol: &PROTOCOL,
+        identity: me,
+        max_frame,
+        deadline: Deadline::after(HANDSHAKE_DEADLINE),
+    };
+    let link =
+        clasp_wire::link::answer(tcp, &opening, |theirs| {
+            match wire::parse_worker_identity(theirs) {
+                Some(_) => Ok(()),
+                None => Err(format!("`{}` is not a worker identity", auth::printable(theirs))),
+            }
+        })?;
+    let Established { conn, mut reader, identity, deadline } = link;
+    let peer = reader.peer().to_owned();
+    let claimed = wire::parse_worker_identity(&identity).expect("admitted above");
+    let mut timed = Timed::new(&conn, deadline);
+    let hello = match reader.read_message(&mut timed, &Limits::handshake()) {
         Ok(Some(Message::Hello(h))) => h,
         Ok(Some(other)) => {
             return Err(WireError::Protocol {
@@ -122,26 +165,77 @@ pub fn accept(stream: &mut TcpStream, max_frame: u32) -> Result<(Hello, FrameRea
         }
         Err(e) => {
             if let WireError::Invalid { .. } = e {
-                reject(stream, &e.to_string());
+                reject(&conn, &e.to_string());
             }
             return Err(e);
         }
     };
-    stream.set_read_timeout(None).map_err(io_err(&peer))?;
-    Ok((hello, reader))
+    if hello.worker != claimed {
+        let reason = format!(
+            "the Hello names worker {:?}, the connection proved `{identity}`",
+            hello.worker.map(|w| w.0)
+        );
+        reject(&conn, &reason);
+        return Err(WireError::Auth { peer, reason });
+    }
+    conn.set_timeouts(None).map_err(io_err(&peer))?;
+    Ok(Accepted { conn, hello, reader })
 }
 
 /// Tells the peer why its connection is refused (the connection closes when it is dropped).
-pub fn reject(stream: &mut TcpStream, reason: &str) {
+pub fn reject(conn: &Conn, reason: &str) {
     let mut buf = Vec::new();
     wire::encode(&Message::Reject(reason.into()), &mut buf);
-    let _ = stream.write_all(&buf);
+    let _ = (&*conn).write_all(&buf);
+}
+
+/// Runs `handshake` on its own thread for each connection `listener` accepts while
+/// `stopping` is false, with at most [`clasp_wire::conn::MAX_PENDING_HANDSHAKES`] under way:
+/// connections beyond the cap are closed at once (logged), so a flood of silent connections
+/// costs a bounded number of threads and buffers.
+pub fn accept_loop(
+    name: &str,
+    listener: TcpListener,
+    stopping: impl Fn() -> bool + Send + 'static,
+    handshake: impl Fn(TcpStream) + Send + Sync + 'static,
+) {
+    let gate = HandshakeGate::default();
+    let handshake = Arc::new(handshake);
+    let label = name.to_owned();
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            for stream in listener.incoming() {
+                if stopping() {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                let Some(permit) = gate.try_enter() else {
+                    let from = stream.peer_addr().map_or_else(|_| "?".into(), |a| a.to_string());
+                    tracing::warn!(
+                        "{label}: {} connections are handshaking; closed the one from {from}",
+                        gate.max()
+                    );
+                    continue;
+                };
+                let handshake = handshake.clone();
+                let spawned =
+                    std::thread::Builder::new().name(format!("{label}-hs")).spawn(move || {
+                        handshake(stream);
+                        drop(permit);
+                    });
+                if let Err(e) = spawned {
+                    tracing::error!("{label}: cannot start a handshake thread: {e}");
+                }
+            }
+        })
+        .expect("spawn an acceptor");
 }
 
 /// Starts the thread that writes `rx`'s messages to `stream`.
 pub fn spawn_sender(
     name: String,
-    mut stream: TcpStream,
+    stream: Conn,
     rx: Receiver<Message>,
     counters: Arc<LinkCounters>,
     flush_deadline: Duration,
@@ -169,7 +263,7 @@ pub fn spawn_sender(
                         Err(_) => break,
                     }
                 }
-                if let Err(e) = stream.write_all(&buf) {
+                if let Err(e) = (&stream).write_all(&buf) {
                     tracing::debug!("{name}: write failed: {e}");
                     return;
                 }
@@ -180,11 +274,10 @@ pub fn spawn_sender(
                     buf.shrink_to(256 << 10);
                 }
                 if shutdown {
-                    let _ = stream.flush();
                     return;
                 }
             }
-            let _ = stream.shutdown(std::net::Shutdown::Write);
+            stream.finish();
         })
         .expect("spawn sender thread")
 }
@@ -196,7 +289,7 @@ pub fn spawn_sender(
 /// connection ended (`None` for a clean close).
 pub fn spawn_receiver(
     name: String,
-    mut stream: TcpStream,
+    stream: Conn,
     mut reader: FrameReader,
     mut limits: Limits,
     epoch: impl Fn() -> u64 + Send + 'static,
@@ -215,7 +308,7 @@ pub fn spawn_receiver(
                         Ok(None) => break,
                         Err(e) => {
                             tracing::error!("{name}: {e}; closing the connection");
-                            let _ = stream.shutdown(std::net::Shutdown::Both);
+                            stream.close();
                             if !batch.is_empty() {
                                 handle(&mut batch);
                             }
@@ -230,12 +323,16 @@ pub fn spawn_receiver(
                     }
                     batch.clear();
                 }
-                match reader.fill(&mut stream) {
+                match reader.fill(&mut &stream) {
                     Ok(true) => {}
                     Ok(false) => break reader.end_of_stream().err(),
                     Err(e) => break Some(e),
                 }
             };
+            if let Some(e) = &result {
+                tracing::warn!("{name}: {e}; closing the connection");
+                stream.close();
+            }
             on_close(result);
         })
         .expect("spawn receiver thread")

@@ -130,7 +130,12 @@ impl ScalingLoop {
                 );
                 Ok(None)
             }
-            Step::Install { epoch, placement, .. } => {
+            Step::Install { trigger, epoch, placement } => {
+                tracing::info!(
+                    "t = {t:.1} s: {} trigger: new instance limits on the same {} workers (epoch {epoch})",
+                    trigger.reason.as_str(),
+                    placement.workers
+                );
                 let keys = self.autoscaler.keys().clone();
                 planner.install(RoutingPlan { epoch, placement, keys })?;
                 Ok(None)

@@ -33,6 +33,16 @@ pub enum BoundsError {
         /// How far ahead a sender may be.
         lookahead: u64,
     },
+    /// A message speaking for another node than the one its connection proved to be.
+    #[error("{field} is {value}, but the connection proved to be {proven}")]
+    Impersonation {
+        /// The message field.
+        field: &'static str,
+        /// The id the message claims.
+        value: u64,
+        /// The id the connection proved.
+        proven: u64,
+    },
     /// A list whose length the receiver fixes.
     #[error("{field} has {len} entries, the receiver expects {expected}")]
     Length {
@@ -43,6 +53,19 @@ pub enum BoundsError {
         /// Entries expected.
         expected: u64,
     },
+}
+
+/// `value`, a sender's id in a message, must be the id its connection proved.
+#[inline]
+pub fn check_sender(
+    field: &'static str,
+    value: u64,
+    proven: Option<u64>,
+) -> Result<(), BoundsError> {
+    match proven {
+        Some(p) if p != value => Err(BoundsError::Impersonation { field, value, proven: p }),
+        _ => Ok(()),
+    }
 }
 
 /// A message that can be checked against bounds of type `L`.

@@ -1,8 +1,10 @@
 //! The connector protocol between an edge device and the cloud's edge ingress.
 //!
 //! One TCP connection per device carries every cut stream leaving it (each a numbered
-//! connector). The device opens it with [`PROTOCOL`]'s preamble, then both sides exchange
-//! frames of the shared framing ([`crate::frame`]).
+//! connector). The device opens it with [`PROTOCOL`]'s preamble and both sides prove the
+//! cluster secret ([`crate::auth`]: the device `device:ID`, the cloud `cloud`); then both
+//! exchange frames of the shared framing ([`crate::frame`]). The `Hello` must name the device
+//! the connection proved to be.
 //!
 //! ```text
 //! device                                   cloud
@@ -31,12 +33,20 @@ use serde::{Deserialize, Serialize};
 pub const PROTOCOL: Protocol = Protocol {
     name: "clasp edge",
     magic: *b"CLASPEDG",
-    version: 1,
+    version: 2,
     on_mismatch: "run the same clasp on devices and cloud",
 };
 
 /// Largest frame accepted (bytes).
 pub const MAX_FRAME: u32 = crate::frame::DEFAULT_MAX_FRAME;
+
+/// The identity the cloud's edge ingress proves.
+pub const CLOUD_IDENTITY: &str = "cloud";
+
+/// The identity device `id` proves.
+pub fn device_identity(id: &str) -> String {
+    format!("device:{id}")
+}
 
 /// The device's part of the cut, as the cloud must agree on it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -239,10 +249,10 @@ mod tests {
     fn strangers_other_versions_and_oversized_frames_are_refused() {
         let err = PROTOCOL.read_preamble(&mut &b"GET / HTTP/1.1\r\n"[..], "p").unwrap_err();
         assert!(err.to_string().contains("not a clasp edge peer"), "{err}");
-        let mut v2 = PROTOCOL.magic.to_vec();
-        v2.extend_from_slice(&2u32.to_le_bytes());
-        let err = PROTOCOL.read_preamble(&mut &v2[..], "p").unwrap_err();
-        assert!(err.to_string().contains("protocol v2, this node v1; run the same clasp"), "{err}");
+        let mut v1 = PROTOCOL.magic.to_vec();
+        v1.extend_from_slice(&1u32.to_le_bytes());
+        let err = PROTOCOL.read_preamble(&mut &v1[..], "p").unwrap_err();
+        assert!(err.to_string().contains("protocol v1, this node v2; run the same clasp"), "{err}");
         let huge = (MAX_FRAME + 1).to_le_bytes();
         let err = FrameReader::new("p", MAX_FRAME)
             .read_message::<ToDevice, _>(&mut &huge[..], &Limits::default())

@@ -93,6 +93,30 @@ pub enum WireError {
         /// Its reason.
         reason: String,
     },
+    /// The peer failed to prove the cluster secret or the identity it claimed.
+    #[error("{peer}: authentication failed: {reason}; connection refused")]
+    Auth {
+        /// The peer address.
+        peer: String,
+        /// What it failed to prove.
+        reason: String,
+    },
+    /// The TLS layer failed (handshake, certificate, record).
+    #[error("{peer}: TLS: {message}")]
+    Tls {
+        /// The peer address.
+        peer: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The handshake did not finish within its deadline.
+    #[error("{peer}: the handshake did not finish within {seconds} s; connection closed")]
+    Deadline {
+        /// The peer address.
+        peer: String,
+        /// The deadline.
+        seconds: u64,
+    },
     /// A protocol step out of order.
     #[error("{peer}: {message}")]
     Protocol {

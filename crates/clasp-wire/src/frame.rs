@@ -127,14 +127,25 @@ pub struct FrameReader {
 impl FrameReader {
     /// A reader accepting frames of up to `max_frame` bytes from `peer`.
     pub fn new(peer: impl Into<String>, max_frame: u32) -> Self {
+        Self::with_capacity(peer, max_frame, INITIAL_BUFFER)
+    }
+
+    /// A reader whose buffer starts at `initial` bytes (it grows as frames need).
+    pub fn with_capacity(peer: impl Into<String>, max_frame: u32, initial: usize) -> Self {
         Self {
-            buf: vec![0; INITIAL_BUFFER],
+            buf: vec![0; initial.clamp(HEADER, HEADER + max_frame as usize)],
             start: 0,
             end: 0,
             max_frame,
             peer: peer.into(),
             consumed: 0,
         }
+    }
+
+    /// Changes the largest frame accepted from now on (a handshake reads small frames, the
+    /// protocol after it larger ones).
+    pub fn set_max_frame(&mut self, max_frame: u32) {
+        self.max_frame = max_frame;
     }
 
     /// The peer, as errors name it.

@@ -14,6 +14,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("clasp-reference", &["clasp-core", "clasp-apps"]),
     ("clasp-runtime", &["clasp-core", "clasp-plan", "clasp-wire"]),
     ("clasp-sim", &["clasp-core", "clasp-plan"]),
+    ("clasp-admin", &["clasp-core", "clasp-runtime"]),
+    ("clasp-fuzz", &["clasp-core", "clasp-plan", "clasp-wire", "clasp-apps"]),
     ("clasp-edge", &["clasp-core", "clasp-plan", "clasp-wire", "clasp-runtime", "clasp-apps"]),
     (
         "clasp-bench",
@@ -25,6 +27,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "clasp-sim",
             "clasp-apps",
             "clasp-edge",
+            "clasp-admin",
         ],
     ),
     (
@@ -38,6 +41,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "clasp-apps",
             "clasp-edge",
             "clasp-bench",
+            "clasp-admin",
         ],
     ),
 ];

@@ -11,8 +11,18 @@ fn repo(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
 }
 
+/// The cluster secret the tests' clouds and devices share.
+const TOKEN: &str = "edge-tests-secret-0123456789abcdef0123";
+
+/// `clasp` with the tests' secret in its environment.
+fn command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_clasp"));
+    c.env("CLASP_TOKEN", TOKEN).current_dir(repo(""));
+    c
+}
+
 fn clasp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_clasp")).args(args).current_dir(repo("")).output().unwrap()
+    command().args(args).output().unwrap()
 }
 
 fn failure(args: &[&str]) -> String {
@@ -25,10 +35,9 @@ const W1: [&str; 3] = ["edge", "pipelines/taxi-w1.toml", "--devices"];
 
 #[test]
 fn cloud_and_five_device_processes_run_w2_to_the_end() {
-    let mut cloud = Command::new(env!("CARGO_BIN_EXE_clasp"))
+    let mut cloud = command()
         .args(["edge", "pipelines/taxi-w2.toml", "--devices", "devices/taxi-w2.toml", "--cloud"])
         .args(["--listen", "127.0.0.1:0", "--json", "--join-timeout-s", "60"])
-        .current_dir(repo(""))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -40,11 +49,10 @@ fn cloud_and_five_device_processes_run_w2_to_the_end() {
     assert!(line.starts_with("edge ingress on"), "{line}");
     let devices: Vec<_> = (1..=5)
         .map(|i| {
-            Command::new(env!("CARGO_BIN_EXE_clasp"))
+            command()
                 .args(["edge", "pipelines/taxi-w2.toml", "--devices", "devices/taxi-w2.toml"])
                 .args(["--device", &format!("edge-{i}"), "--join", &addr, "--speed", "0"])
                 .args(["--input", "rides=gen:4000:3", "--input", "fares=gen:4000:3"])
-                .current_dir(repo(""))
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()

@@ -96,9 +96,11 @@ fn bad_peers_are_refused_and_the_cluster_keeps_running() {
         let mut v2 = wire::PROTOCOL.preamble().to_vec();
         v2[8..12].copy_from_slice(&99u32.to_le_bytes());
         let back = poke(addr, &v2);
-        assert!(String::from_utf8_lossy(&back).contains("protocol v99, this node v2"), "{addr}");
+        let refusal = format!("protocol v99, this node v{}", wire::PROTOCOL.version);
+        assert!(String::from_utf8_lossy(&back).contains(&refusal), "{addr}");
     }
-    // A frame announcing 4 GiB: closed without reading (or allocating) it.
+    // A frame announcing 4 GiB where the proof of the secret belongs: closed without reading
+    // (or allocating) it.
     poke(&worker, &hello_then(u32::MAX));
     let text = lines(5_000, 1);
     let summary = c.planner.run(vec![input(&text)], None, |_| {}, |_, _| Ok(())).unwrap();

@@ -328,17 +328,16 @@ impl<'a> Context<'a> {
         wan.shape(Some(kbit))?;
         let n = self.devices.devices.len();
         let before: Vec<u64> = (0..n).map(|i| wan.rx_bytes(i)).collect();
-        let cloud = Cloud::bind(
-            &self.p,
-            &self.devices,
-            &self.model,
-            self.cloud_options(mode, &format!("{}:0", wan.cloud_ip())),
-        )?;
+        let mut opts = self.cloud_options(mode, &format!("{}:0", wan.cloud_ip()));
+        // The device processes prove a secret made for this run (given in their environment).
+        opts.security = opts.security.or_generated()?;
+        let secret = opts.security.secret.clone().expect("just made");
+        let cloud = Cloud::bind(&self.p, &self.devices, &self.model, opts)?;
         let join = cloud.addr().to_string();
         let registry = clasp_apps::registry();
         let cloud_thread = std::thread::spawn(move || cloud.run(&registry, Box::new(sink)));
         let children = (0..n)
-            .map(|i| self.spawn_device(i, &join, mode, wan))
+            .map(|i| self.spawn_device(i, &join, mode, wan, &secret))
             .collect::<Result<Vec<_>, _>>()?;
         let mut failures = Vec::new();
         for (i, child) in children.into_iter().enumerate() {
@@ -367,6 +366,7 @@ impl<'a> Context<'a> {
         join: &str,
         mode: Mode,
         wan: &Wan,
+        secret: &clasp_wire::Secret,
     ) -> Result<std::process::Child, EdgeError> {
         let exe = self.opts.exe.as_ref().ok_or_else(|| EdgeError::Wan("no clasp binary".into()))?;
         let mut cmd = Command::new("ip");
@@ -381,6 +381,7 @@ impl<'a> Context<'a> {
         if mode == Mode::AllCloud {
             cmd.arg("--all-cloud");
         }
+        cmd.env(clasp_wire::secret::TOKEN_ENV, secret.expose());
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
         cmd.spawn()
             .map_err(|e| EdgeError::Wan(format!("starting device {i} in its namespace: {e}")))

@@ -200,7 +200,7 @@ impl Ctx {
             .apps
             .0
             .iter()
-            .map(|a| clasp_apps::pipeline(a).map_err(BenchError::Config))
+            .map(|a| clasp_apps::pipeline(a).map_err(BenchError::from))
             .collect::<Result<Vec<_>, _>>()?;
         Ok((Self { opts: opts.clone(), cluster, setup, apps, quiet: false }, own))
     }

@@ -12,6 +12,7 @@
 //! the α and β they take as this runtime's true costs are the ones measured in the same run.
 
 use crate::engine::runtime::testbed::NativeCosts;
+use crate::engine::runtime::watch::{Watch, WatchCost};
 use crate::engine::runtime::{children_cpu, pipeline_from, sig, worker_processes};
 use crate::report::{Output, Report, Table};
 use crate::settings::Scope;
@@ -43,12 +44,18 @@ pub struct Settings {
     pub inputs: Count<1, 100_000_000>,
     /// Executor slots per worker.
     pub slots: Count<1, 64>,
+    /// Run with the admin server up and scraped every second (to measure its overhead).
+    pub admin: bool,
 }
 
 impl Settings {
     /// 300,000 inputs (quick: 50,000), one slot.
     pub fn preset(quick: bool) -> Self {
-        Self { inputs: Count(if quick { QUICK_INPUTS } else { 300_000 }), slots: Count(1) }
+        Self {
+            inputs: Count(if quick { QUICK_INPUTS } else { 300_000 }),
+            slots: Count(1),
+            admin: false,
+        }
     }
 }
 
@@ -81,6 +88,8 @@ pub struct Measurement {
     pub slots: u32,
     /// α: worker CPU per local chained request (ns).
     pub alpha_ns: f64,
+    /// What observing the runs cost (with the admin server).
+    pub observing: Option<WatchCost>,
     /// β: worker CPU per remote chained request, send and receive sides (ns).
     pub beta_ns: f64,
 }
@@ -135,11 +144,17 @@ impl Measurement {
 /// Measures α and β: SYN-1 on one worker (the baseline), SYN-10 on one worker (every chained
 /// request local) and alternating over two (every one remote).
 pub fn measure(inputs: u64, slots: u32) -> Result<Measurement, BenchError> {
+    measure_watched(inputs, slots, false)
+}
+
+/// [`measure`], with the admin server up and scraped during every run when `admin`.
+pub fn measure_watched(inputs: u64, slots: u32, admin: bool) -> Result<Measurement, BenchError> {
     let n = usize::try_from(inputs)
         .map_err(|_| BenchError::Config(format!("--set inputs={inputs}: too many")))?;
     let short = pipeline_from(&syn_chain(1), "syn1")?;
     let long = pipeline_from(&syn_chain(10), "syn10")?;
-    let (base_cpu, base_wall, _, _) = run_syn(&short, 1, n, 1, slots)?;
+    let mut cost = WatchCost::default();
+    let (base_cpu, base_wall, _, _) = run_syn(&short, 1, n, 1, slots, admin, &mut cost)?;
     let mut cases = vec![Case {
         name: "SYN-1 (no chained requests)",
         workers: 1,
@@ -150,14 +165,15 @@ pub fn measure(inputs: u64, slots: u32) -> Result<Measurement, BenchError> {
         per_request_ns: None,
     }];
     for (name, workers) in [("SYN-10, all local (alpha)", 1), ("SYN-10, all remote (beta)", 2)] {
-        let (cpu, wall, local, remote) = run_syn(&long, workers, n, 1, slots)?;
+        let (cpu, wall, local, remote) = run_syn(&long, workers, n, 1, slots, admin, &mut cost)?;
         let chained = (local + remote).max(1);
         let ns = (cpu.as_secs_f64() - base_cpu.as_secs_f64()).max(0.0) * 1e9 / chained as f64;
         cases.push(Case { name, workers, cpu, wall, local, remote, per_request_ns: Some(ns) });
     }
     let alpha_ns = cases[1].per_request_ns.unwrap_or(0.0);
     let beta_ns = cases[2].per_request_ns.unwrap_or(0.0);
-    Ok(Measurement { cases, inputs, slots, alpha_ns, beta_ns })
+    let observing = admin.then_some(cost);
+    Ok(Measurement { cases, inputs, slots, alpha_ns, beta_ns, observing })
 }
 
 /// A SYN chain of `n` no-op operators.
@@ -180,6 +196,8 @@ fn run_syn(
     inputs: usize,
     batch: u32,
     slots: u32,
+    admin: bool,
+    cost: &mut WatchCost,
 ) -> Result<(Duration, Duration, u64, u64), BenchError> {
     let lines: Arc<Vec<Vec<u8>>> =
         Arc::new((0..inputs).map(|i| format!("r{i}").into_bytes()).collect());
@@ -204,7 +222,24 @@ fn run_syn(
         reader: Box::new(MemoryLines::new(lines, 0, 1)),
         rate: Box::new(|_| None),
     };
-    let s = c.planner.run(vec![input], None, |_| {}, |_, _| Ok(())).map_err(|e| err(&e))?;
+    let watch = admin.then(|| Watch::start(p)).transpose()?;
+    let s = c
+        .planner
+        .run(
+            vec![input],
+            None,
+            |_| {},
+            |planner, progress| {
+                if let Some(w) = &watch {
+                    w.observe(planner, progress);
+                }
+                Ok(())
+            },
+        )
+        .map_err(|e| err(&e))?;
+    if let Some(w) = watch {
+        cost.add(&w.finish()?);
+    }
     c.shutdown().map_err(|e| err(&e))?;
     Ok((
         children_cpu() - before,
@@ -217,7 +252,7 @@ fn run_syn(
 /// Runs the experiment.
 pub fn run(o: &Options) -> Result<Output, BenchError> {
     let s = Scope::new("dispatch", o).one(&Settings::preset(o.quick))?;
-    let m = measure(s.inputs.get(), s.slots.u32())?;
+    let m = measure_watched(s.inputs.get(), s.slots.u32(), s.admin)?;
     let mut summary = Table::new(
         "coefficients",
         &["coefficient", "this runtime (ns)", "paper, Faasm (ns)", "ratio"],
@@ -233,7 +268,16 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
             format!("{}x", sig(paper / ours.max(1e-9))),
         ]);
     }
-    let mut setup = vec!["engine runtime".to_owned()];
+    let mut setup = vec![match &m.observing {
+        Some(cost) => {
+            let wall = m.cases.iter().map(|c| c.wall).sum();
+            format!(
+                "engine runtime; admin server up, /metrics and /api/v1/series fetched every second; {}",
+                cost.line(wall)
+            )
+        }
+        None => "engine runtime; no admin server".to_owned(),
+    }];
     setup.extend(m.setup_lines());
     Ok(Output::from(Report {
         title: "Dispatch costs on this runtime (alpha, beta)".into(),

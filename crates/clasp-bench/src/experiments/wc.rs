@@ -2,6 +2,7 @@
 //! process) and on two worker processes, on a corpus file, the whole corpus loaded before the
 //! clock starts.
 
+use crate::engine::runtime::watch::{Watch, WatchCost};
 use crate::engine::runtime::{app_pipeline, sig, worker_processes, worker_threads};
 use crate::report::{Output, Report, Table};
 use crate::settings::Scope;
@@ -29,6 +30,8 @@ pub struct Settings {
     pub repeats: Count<1, 100>,
     /// Lines per input request.
     pub batch: Count<1, 65_536>,
+    /// Run with the admin server up and scraped every second (to measure its overhead).
+    pub admin: bool,
 }
 
 impl Settings {
@@ -39,6 +42,7 @@ impl Settings {
             lines: Count(if quick { 200_000 } else { 2_000_000 }),
             repeats: Count(if quick { 1 } else { 3 }),
             batch: Count(256),
+            admin: false,
         }
     }
 }
@@ -66,7 +70,7 @@ fn corpus(s: &Settings, seed: u64) -> Result<(Lines, String), BenchError> {
         }
         None => {
             let n = s.lines.get();
-            let def = clasp_apps::inputs::source("wc", None).map_err(BenchError::Config)?;
+            let def = clasp_apps::inputs::source("wc", None)?;
             (def.generator(n, seed), format!("{n} lines of `clasp gen wc --seed {seed}`"))
         }
     };
@@ -85,6 +89,7 @@ fn words(lines: &[Vec<u8>]) -> u64 {
 }
 
 /// One unthrottled run; returns words/s and the duration.
+#[allow(clippy::too_many_arguments)]
 fn run_once(
     p: &Pipeline,
     lines: &Arc<Vec<Vec<u8>>>,
@@ -93,6 +98,8 @@ fn run_once(
     slots: u32,
     launch: Launch,
     batch: u32,
+    admin: bool,
+    cost: &mut WatchCost,
 ) -> Result<(f64, f64), BenchError> {
     let err = |e: &dyn std::fmt::Display| BenchError::Run(e.to_string());
     let mut cfg = PlannerConfig { batch_size: batch, ..PlannerConfig::default() };
@@ -108,7 +115,24 @@ fn run_once(
         reader: Box::new(MemoryLines::new(lines.clone(), 0, 1)),
         rate: Box::new(|_| None),
     };
-    let s = c.planner.run(vec![input], None, |_| {}, |_, _| Ok(())).map_err(|e| err(&e))?;
+    let watch = admin.then(|| Watch::start(p)).transpose()?;
+    let s = c
+        .planner
+        .run(
+            vec![input],
+            None,
+            |_| {},
+            |planner, progress| {
+                if let Some(w) = &watch {
+                    w.observe(planner, progress);
+                }
+                Ok(())
+            },
+        )
+        .map_err(|e| err(&e))?;
+    if let Some(w) = watch {
+        cost.add(&w.finish()?);
+    }
     c.shutdown().map_err(|e| err(&e))?;
     if s.operators[1].records != total_words {
         return Err(BenchError::Run(format!(
@@ -131,6 +155,8 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
         "wc_throughput",
         &["deployment", "words/s (median)", "runs (words/s)", "seconds per run"],
     );
+    let mut cost = WatchCost::default();
+    let mut wall = 0.0;
     for (name, workers, procs) in
         [("1 worker (threads)", 1, false), ("2 worker processes", 2, true)]
     {
@@ -138,7 +164,9 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
         let mut secs = Vec::new();
         for _ in 0..repeats {
             let launch = if procs { worker_processes()? } else { worker_threads() };
-            let (r, d) = run_once(&p, &lines, total, workers, 10, launch, batch)?;
+            let (r, d) =
+                run_once(&p, &lines, total, workers, 10, launch, batch, s.admin, &mut cost)?;
+            wall += d;
             rates.push(r);
             secs.push(d);
         }
@@ -161,6 +189,14 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
             format!(
                 "{batch} lines per input request; 10 executor slots per worker; every chain completed before the clock stops"
             ),
+            if s.admin {
+                format!(
+                    "admin server up, /metrics and /api/v1/series fetched every second; {}",
+                    cost.line(std::time::Duration::from_secs_f64(wall))
+                )
+            } else {
+                "no admin server".into()
+            },
         ],
         tables: vec![t],
         notes: vec![

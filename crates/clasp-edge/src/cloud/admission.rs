@@ -4,20 +4,24 @@
 use super::Cloud;
 use crate::device;
 use crate::error::EdgeError;
-use crate::protocol::{self, Hello, ToCloud, ToDevice};
+use crate::protocol::{self, CLOUD_IDENTITY, Hello, ToCloud, ToDevice};
+use clasp_wire::conn::Timed;
 use clasp_wire::frame::PREAMBLE_LEN;
-use clasp_wire::{FrameReader, write_frame};
+use clasp_wire::{
+    Conn, Deadline, Established, FrameReader, HANDSHAKE_DEADLINE, HandshakeGate, Opening, Security,
+    auth, write_frame,
+};
 use crossbeam_channel::Sender;
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// A device that joined: its connection, what it said, and the reader of its frames.
 pub(super) struct Joined {
     pub(super) index: usize,
     pub(super) hello: Hello,
-    pub(super) stream: TcpStream,
+    pub(super) stream: Conn,
     pub(super) reader: FrameReader,
     pub(super) bytes: u64,
 }
@@ -41,7 +45,8 @@ impl Cloud {
             .collect::<Result<_, _>>()?;
         let expected = Arc::new(expected);
         let accepting = Arc::new(AtomicBool::new(true));
-        spawn_acceptor(listener, expected.clone(), tx, accepting.clone());
+        let security = self.opts.security.clone();
+        spawn_acceptor(listener, expected.clone(), security, tx, accepting.clone());
         let mut joined: Vec<Option<Joined>> = (0..expected.len()).map(|_| None).collect();
         let deadline = Instant::now() + self.opts.join_timeout;
         while joined.iter().any(Option::is_none) {
@@ -85,19 +90,23 @@ impl Cloud {
 }
 
 /// Refuses a device with `reason`.
-fn refuse(stream: &TcpStream, reason: &str) {
+fn refuse(stream: &Conn, reason: &str) {
     tracing::warn!("edge ingress: refused a device: {reason}");
     let mut s = stream;
     let _ = write_frame(&mut s, &ToDevice::Reject(reason.to_owned()), &mut Vec::new());
 }
 
-/// Accepts connections until told to stop; each is handshaken on its own thread.
+/// Accepts connections until told to stop; each is handshaken on its own thread, with at
+/// most [`clasp_wire::conn::MAX_PENDING_HANDSHAKES`] under way (more are closed at once).
 fn spawn_acceptor(
     listener: TcpListener,
     expected: Arc<Vec<Hello>>,
+    security: Security,
     tx: Sender<Result<Joined, String>>,
     accepting: Arc<AtomicBool>,
 ) {
+    let security = Arc::new(security);
+    let gate = HandshakeGate::default();
     std::thread::Builder::new()
         .name("edge-accept".into())
         .spawn(move || {
@@ -106,36 +115,67 @@ fn spawn_acceptor(
                     return;
                 }
                 let Ok(stream) = stream else { continue };
-                let (expected, tx) = (expected.clone(), tx.clone());
+                let Some(permit) = gate.try_enter() else {
+                    let from = stream.peer_addr().map_or_else(|_| "?".into(), |a| a.to_string());
+                    let _ = tx.send(Err(format!(
+                        "{from}: {} connections are handshaking; closed this one",
+                        gate.max()
+                    )));
+                    continue;
+                };
+                let (expected, tx, security) = (expected.clone(), tx.clone(), security.clone());
                 std::thread::spawn(move || {
-                    let _ = tx.send(handshake(stream, &expected));
+                    let _ = tx.send(handshake(stream, &expected, &security));
+                    drop(permit);
                 });
             }
         })
         .expect("spawn the edge acceptor");
 }
 
-/// Reads a device's preamble and hello and checks its part against the cloud's.
-fn handshake(stream: TcpStream, expected: &[Hello]) -> Result<Joined, String> {
-    let peer = stream.peer_addr().map_or_else(|_| "?".into(), |a| a.to_string());
-    let _ = stream.set_nodelay(true);
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let mut r = &stream;
-    protocol::PROTOCOL.read_preamble(&mut r, &peer).map_err(|e| e.to_string())?;
-    let mut reader = FrameReader::new(peer.clone(), protocol::MAX_FRAME);
+/// Runs a device's handshake — its proof of the cluster secret and of a device identity, then
+/// its hello, which must name the device it proved to be — and checks its part against the
+/// cloud's, all within [`HANDSHAKE_DEADLINE`].
+fn handshake(tcp: TcpStream, expected: &[Hello], security: &Security) -> Result<Joined, String> {
+    let opening = Opening {
+        security,
+        protocol: &protocol::PROTOCOL,
+        identity: CLOUD_IDENTITY,
+        max_frame: protocol::MAX_FRAME,
+        deadline: Deadline::after(HANDSHAKE_DEADLINE),
+    };
+    let admit = |id: &str| match id.strip_prefix("device:") {
+        Some(_) => Ok(()),
+        None => Err(format!("`{}` is not a device identity", auth::printable(id))),
+    };
+    let link = clasp_wire::link::answer(tcp, &opening, admit).map_err(|e| e.to_string())?;
+    let Established { conn: stream, mut reader, identity, deadline } = link;
+    let peer = reader.peer().to_owned();
+    let handshake_bytes = reader.consumed();
     // No connector exists before the hello.
-    let hello = match reader.read_message(&mut r, &protocol::Limits::default()) {
+    let hello = match reader
+        .read_message(&mut Timed::new(&stream, deadline), &protocol::Limits::default())
+    {
         Ok(Some(ToCloud::Hello(h))) => h,
         Ok(_) => return Err(format!("{peer}: the first frame is not a hello")),
         Err(e) => return Err(e.to_string()),
     };
+    if identity != protocol::device_identity(&hello.device) {
+        let reason = format!(
+            "the hello names device `{}`, the connection proved `{}`",
+            auth::printable(&hello.device),
+            auth::printable(&identity)
+        );
+        refuse(&stream, &reason);
+        return Err(format!("{peer}: {reason}"));
+    }
     if let Err(reason) = check_hello(&hello, expected) {
         refuse(&stream, &reason);
         return Err(format!("{peer}: {reason}"));
     }
-    let _ = stream.set_read_timeout(None);
+    stream.set_timeouts(None).map_err(|e| format!("{peer}: {e}"))?;
     let index = expected.iter().position(|h| h.device == hello.device).expect("checked");
-    let bytes = PREAMBLE_LEN as u64 + reader.consumed();
+    let bytes = PREAMBLE_LEN as u64 + reader.consumed() - handshake_bytes;
     Ok(Joined { index, hello, stream, reader, bytes })
 }
 

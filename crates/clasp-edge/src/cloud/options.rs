@@ -2,6 +2,7 @@
 
 use crate::cut::Mode;
 use crate::input::InputSpec;
+use clasp_wire::Security;
 use std::time::Duration;
 
 /// How to run the cloud side.
@@ -27,6 +28,8 @@ pub struct CloudOptions {
     pub speed: f64,
     /// Collect the keyed state of every stateful operator at the end.
     pub dump_state: bool,
+    /// The cluster secret and TLS devices must match.
+    pub security: Security,
 }
 
 impl Default for CloudOptions {
@@ -42,6 +45,7 @@ impl Default for CloudOptions {
             inputs: Vec::new(),
             speed: 0.0,
             dump_state: false,
+            security: Security::insecure(),
         }
     }
 }

@@ -67,6 +67,11 @@ pub fn run_embedded(
     .unwrap_or_else(|e| panic!("{app} {mode:?}: {e}"));
     let mut results = sink.results();
     results.add_state_dump(report.cloud.state.as_deref().unwrap_or_default());
+    (outcome_of(p, &results), results, report)
+}
+
+/// The sinks and final state of `results` as the reference's outcome.
+pub fn outcome_of(p: &Pipeline, results: &RunResults) -> Outcome {
     let mut outcome = Outcome::default();
     for s in &p.sinks {
         outcome.sinks.entry(s.name.clone()).or_default();
@@ -82,5 +87,25 @@ pub fn run_embedded(
     for line in results.state_lines() {
         outcome.add_state_line(line).unwrap();
     }
-    (outcome, results, report)
+    outcome
+}
+
+/// Opens a link to the cloud at `addr` proving `identity` with `security` (the first frames
+/// after it are the test's to write).
+pub fn dial_as(
+    identity: &str,
+    addr: &str,
+    security: &clasp_wire::Security,
+) -> (clasp_wire::Conn, clasp_wire::FrameReader) {
+    let opening = clasp_wire::Opening {
+        security,
+        protocol: &clasp_edge::protocol::PROTOCOL,
+        identity,
+        max_frame: clasp_edge::protocol::MAX_FRAME,
+        deadline: clasp_wire::Deadline::after(clasp_wire::HANDSHAKE_DEADLINE),
+    };
+    let tcp = std::net::TcpStream::connect(addr).unwrap();
+    let link = clasp_wire::link::dial(tcp, addr, &opening, |_| Ok(())).unwrap();
+    link.conn.set_timeouts(None).unwrap();
+    (link.conn, link.reader)
 }

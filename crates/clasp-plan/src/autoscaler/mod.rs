@@ -406,6 +406,12 @@ impl Autoscaler {
         self.held_back
     }
 
+    /// The scale-in waiting for its delay, if any: when it was first decided (s since the
+    /// start) and the trigger it came from.
+    pub fn pending_scale_in(&self) -> Option<(f64, Trigger)> {
+        self.pending_scale_in.as_ref().map(|p| (p.since, p.trigger))
+    }
+
     /// The coefficients after every interval.
     pub fn coefficient_history(&self) -> &[CoefficientSample] {
         &self.coefficient_history

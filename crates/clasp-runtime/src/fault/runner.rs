@@ -9,6 +9,7 @@ use super::store::CheckpointStore;
 use super::{CheckpointRecord, FaultNote, FaultTolerance, RecoveryRecord};
 use crate::cluster::WorkerPool;
 use crate::job::RescaleAt;
+use crate::observe::Observatory;
 use crate::planner::{CheckpointBoundary, Planner, PlannerError, Progress, RunHooks};
 use crate::routing::RoutingPlan;
 use crate::scaling::{ScalingError, ScalingEvent, ScalingLoop};
@@ -72,11 +73,16 @@ pub(crate) struct JobHooks<'a> {
     /// A failure that is not the planner's (starting workers, planning); the job ends with
     /// it after the run.
     pub(crate) failure: Option<ScalingError>,
+    /// Shown the run after every interval.
+    pub(crate) observatory: Option<&'a Observatory>,
 }
 
 impl RunHooks for JobHooks<'_> {
     fn interval(&mut self, planner: &mut Planner, p: &Progress) -> Result<(), PlannerError> {
         self.scale(planner, p)?;
+        if let Some(o) = self.observatory {
+            o.observe(planner, Some(p), Some(self.scaler));
+        }
         let Some(f) = self.fault.as_mut() else { return Ok(()) };
         if let Some((i, resumed, before)) = f.first_completion
             && planner.completed() > before

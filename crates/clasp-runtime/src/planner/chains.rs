@@ -10,6 +10,7 @@ struct Open {
     start_ns: u64,
     missing: u64,
     latest_ns: u64,
+    bytes: u64,
 }
 
 /// Open chains, completions and latency histograms.
@@ -28,6 +29,8 @@ pub struct Chains {
     pub completed: u64,
     /// Credit returns for chains no longer open (a bug if ever non-zero).
     pub stray: u64,
+    /// Bytes of input records of the open chains.
+    bytes: u64,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -46,14 +49,17 @@ impl Chains {
             per_second: Vec::new(),
             completed: 0,
             stray: 0,
+            bytes: 0,
         }
     }
 
-    /// Opens a chain that left the planner queue at `start_ns`; returns its id.
-    pub fn open(&mut self, start_ns: u64) -> u64 {
+    /// Opens a chain of `bytes` bytes of input records that left the planner queue at
+    /// `start_ns`; returns its id.
+    pub fn open(&mut self, start_ns: u64, bytes: u64) -> u64 {
         let id = self.next;
         self.next += 1;
-        self.open.insert(id, Open { start_ns, missing: FULL_CREDIT, latest_ns: start_ns });
+        self.open.insert(id, Open { start_ns, missing: FULL_CREDIT, latest_ns: start_ns, bytes });
+        self.bytes += bytes;
         id
     }
 
@@ -62,7 +68,13 @@ impl Chains {
     pub fn abandon_all(&mut self) -> usize {
         let n = self.open.len();
         self.open.clear();
+        self.bytes = 0;
         n
+    }
+
+    /// Bytes of input records in chains not complete yet.
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.bytes
     }
 
     /// Chains not complete yet.
@@ -84,6 +96,7 @@ impl Chains {
             c.latest_ns = c.latest_ns.max(r.done_ns.min(now_ns));
             if c.missing == 0 {
                 let c = self.open.remove(&r.chain).expect("present");
+                self.bytes -= c.bytes;
                 self.complete(c.start_ns, c.latest_ns);
                 completed += 1;
             }
@@ -117,15 +130,21 @@ mod tests {
     #[test]
     fn a_chain_completes_when_all_its_credit_is_back() {
         let mut c = Chains::new(0);
-        let id = c.open(1_000);
+        let id = c.open(1_000, 300);
+        let other = c.open(1_000, 50);
+        assert_eq!(c.bytes_in_flight(), 350);
         let shares: Vec<u64> = split_credit(FULL_CREDIT, 3).collect();
         let ret = |credit, done_ns| CreditReturn { chain: id, credit, done_ns };
         assert_eq!(c.settle(&[ret(shares[0], 5_000), ret(shares[1], 9_000)], 10_000), 0);
-        assert_eq!(c.in_flight(), 1);
+        assert_eq!((c.in_flight(), c.bytes_in_flight()), (2, 350));
         assert_eq!(c.settle(&[ret(shares[2], 3_000)], 10_000), 1);
-        assert_eq!((c.in_flight(), c.completed), (0, 1));
-        // Latency is the latest completion minus the start: 8 µs.
-        assert_eq!(c.total.max(), 8);
+        assert_eq!((c.in_flight(), c.completed, c.bytes_in_flight()), (1, 1, 50));
+        let done = CreditReturn { chain: other, credit: FULL_CREDIT, done_ns: 2_000 };
+        assert_eq!(c.settle(&[done], 10_000), 1);
+        assert_eq!(c.bytes_in_flight(), 0);
+        // Latency is the latest completion minus the start: 8 µs for the first chain, 1 µs
+        // for the other.
+        assert_eq!((c.total.min(), c.total.max(), c.total.len()), (1, 8, 2));
         assert_eq!(c.settle(&[ret(1, 1)], 10_000), 0);
         assert_eq!(c.stray, 1);
     }
@@ -133,20 +152,23 @@ mod tests {
     #[test]
     fn abandoned_chains_never_complete_and_their_ids_are_not_reused() {
         let mut c = Chains::new(0);
-        let old = c.open(0);
+        let old = c.open(0, 100);
         assert_eq!(c.abandon_all(), 1);
-        let new = c.open(0);
+        assert_eq!(c.bytes_in_flight(), 0, "abandoned chains hold no bytes");
+        let new = c.open(0, 40);
         assert_ne!(old, new);
         let full = |chain| CreditReturn { chain, credit: FULL_CREDIT, done_ns: 1 };
         assert_eq!(c.settle(&[full(old)], 10), 0, "late credit of an abandoned chain");
         assert_eq!((c.stray, c.in_flight()), (1, 1));
+        assert_eq!(c.bytes_in_flight(), 40);
         assert_eq!(c.settle(&[full(new)], 10), 1);
+        assert_eq!(c.bytes_in_flight(), 0);
     }
 
     #[test]
     fn a_completion_time_from_the_future_counts_as_now() {
         let mut c = Chains::new(0);
-        let id = c.open(1_000_000_000);
+        let id = c.open(1_000_000_000, 0);
         let now = 5_500_000_000;
         let far = CreditReturn { chain: id, credit: FULL_CREDIT, done_ns: u64::MAX };
         assert_eq!(c.settle(&[far], now), 1);

@@ -1,6 +1,7 @@
 //! The planner's settings.
 
 use crate::wire::{self, WorkerSettings};
+use clasp_wire::Security;
 
 /// Planner settings.
 #[derive(Clone, Debug)]
@@ -15,11 +16,32 @@ pub struct PlannerConfig {
     pub max_in_flight: usize,
     /// Capacity of the planner's incoming request queue.
     pub queue_capacity: usize,
+    /// An input request is cut at this many bytes of records even before `batch_size`
+    /// records (so that frames stay far below the frame limit).
+    pub max_request_bytes: usize,
+    /// Most bytes of records waiting in the incoming queue: sources wait beyond it.
+    pub max_queued_bytes: u64,
+    /// Most bytes of input records in chains not yet complete: the dispatcher waits beyond
+    /// it, and the sources behind it.
+    pub max_in_flight_bytes: u64,
+    /// Whether a run's duration stops the run (`--duration`): the queued input is dropped and
+    /// the chains in flight get the drain grace. Otherwise only the input stops there (a rate
+    /// pattern's end) and the run drains what entered.
+    pub stop_at_duration: bool,
+    /// How long a run that was stopped waits for the chains in flight before it ends and
+    /// reports them as abandoned.
+    pub drain_grace: std::time::Duration,
+    /// Set (by a signal handler) to stop a run early as if it had reached its duration; the
+    /// run's summary then says it was interrupted.
+    pub interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Window over which observed statistics are averaged (s).
     pub stats_window_s: f64,
     /// A worker nothing arrived from for this long is lost (workers send heartbeats every
     /// [`crate::worker::HEARTBEAT`]); `None`: only a closed connection counts.
     pub heartbeat_timeout: Option<std::time::Duration>,
+    /// The cluster secret and TLS of every link (a cluster started here with no secret
+    /// generates one; see `cluster::Cluster::start`).
+    pub security: Security,
 }
 
 impl Default for PlannerConfig {
@@ -40,8 +62,15 @@ impl Default for PlannerConfig {
             batch_size: 256,
             max_in_flight: 10_000,
             queue_capacity: 100_000,
+            max_request_bytes: 1 << 20,
+            max_queued_bytes: 16 << 20,
+            max_in_flight_bytes: 32 << 20,
+            stop_at_duration: false,
+            drain_grace: std::time::Duration::from_secs(5),
+            interrupt: std::sync::Arc::default(),
             stats_window_s: 10.0,
             heartbeat_timeout: None,
+            security: Security::insecure(),
         }
     }
 }

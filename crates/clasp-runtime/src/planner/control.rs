@@ -89,11 +89,21 @@ impl Planner {
                 }
             }
             Event::Report(r) => self.reports.push(self.origin.elapsed().as_secs_f64(), *r),
+            Event::Lost(w, reason) if !self.holds_work(w) => {
+                // A worker with nothing placed on it (a joiner that misbehaved, or a spare)
+                // leaves without taking the run down.
+                tracing::warn!("worker {w} dropped ({reason}); it held no work");
+                self.retire(w);
+            }
             Event::Lost(w, reason) => {
                 let addr = lock(&self.shared.workers)
-                    .get(w.index())
-                    .and_then(Option::as_ref)
-                    .map_or_else(String::new, |s| format!("{}, pid {}", s.addr, s.pid));
+                    .get_mut(w.index())
+                    .and_then(Option::as_mut)
+                    .map_or_else(String::new, |s| {
+                        // Gone: what is saved after the failure is asked of the others only.
+                        s.left = true;
+                        format!("{}, pid {}", s.addr, s.pid)
+                    });
                 return Err(PlannerError::WorkerLost { worker: w, addr, reason });
             }
             Event::MigrationDone(d) => {
@@ -103,6 +113,14 @@ impl Planner {
             Event::Fault(f) => self.fault_inbox.push(f),
         }
         Ok(())
+    }
+
+    /// Whether worker `w` has operator shares or key groups in the routing in force.
+    fn holds_work(&self, w: WorkerId) -> bool {
+        let routing = self.shared.routing();
+        let plan = routing.plan();
+        plan.placement.operators.iter().any(|o| o.shares.iter().any(|s| s.worker == w))
+            || plan.keys.owners.iter().any(|owners| owners.contains(&w))
     }
 
     /// Makes `plan` the routing of the planner and every worker, without moving anything (for
@@ -179,12 +197,21 @@ impl Planner {
             parts.moved_groups() as u64,
             done,
         );
+        tracing::info!(
+            "migration to epoch {epoch} done in {:.1} ms: {} key groups, {} keys ({} bytes) and {} queued requests moved; worst worker pause {:.1} ms",
+            record.planner_ms,
+            record.groups,
+            record.keys,
+            record.bytes,
+            record.requests,
+            record.max_worker_pause_ms
+        );
         self.migrations.push(record.clone());
         Ok(record)
     }
 
-    /// Runs the inputs through the cluster until they are exhausted and every chain completed,
-    /// or `duration` passed. `progress` is called every interval; `control` may change the
+    /// Runs the inputs through the cluster until they are exhausted and every chain completed;
+    /// the inputs stop once `duration` passed, and with `stop_at_duration` the run too. `progress` is called every interval; `control` may change the
     /// placement between intervals (the scaling controller).
     pub fn run(
         &mut self,
@@ -209,6 +236,8 @@ impl Planner {
         self.origin = started;
         self.origin_ns = now_ns();
         *lock(&self.shared.chains) = Chains::new(self.origin_ns);
+        self.shared.discarding.store(false, Ordering::Release);
+        self.shared.dropped.store(0, Ordering::Release);
         let (queue_tx, queue_rx) =
             crossbeam_channel::bounded::<Queued>(self.shared.config.queue_capacity);
         let stop = Arc::new(AtomicBool::new(false));
@@ -258,6 +287,9 @@ impl Planner {
             halt_shared.chains_done.notify_all();
             Err(e)
         };
+        // When the run reached its duration: it drops what is queued and waits for the chains
+        // in flight for at most the drain grace.
+        let mut stopped_at: Option<Instant> = None;
         loop {
             let now = Instant::now();
             if now >= next_tick {
@@ -278,8 +310,16 @@ impl Planner {
                 // Ticks missed during a long step (a migration) are skipped, not caught up.
                 next_tick = Instant::now() + interval;
             }
-            if duration.is_some_and(|d| started.elapsed() >= d) {
+            let interrupted = self.shared.config.interrupt.load(Ordering::Acquire);
+            let ended = duration.is_some_and(|d| started.elapsed() >= d);
+            if ended || interrupted {
                 stop.store(true, Ordering::Release);
+            }
+            if stopped_at.is_none() && (interrupted || ended && self.shared.config.stop_at_duration)
+            {
+                self.shared.discarding.store(true, Ordering::Release);
+                self.shared.chains_done.notify_all();
+                stopped_at = Some(Instant::now());
             }
             let inputs_done =
                 ingress.iter().zip(&controls).all(|(h, c)| c.ended() || h.is_finished());
@@ -301,6 +341,10 @@ impl Planner {
                     Err(e) => hooks.failed(self, e).or_else(&halt)?,
                 }
                 continue;
+            }
+            let grace = self.shared.config.drain_grace;
+            if drained && stopped_at.is_some_and(|t| t.elapsed() >= grace) {
+                break;
             }
             if let Some(secs) = stall.stalled(drained, completed) {
                 stop.store(true, Ordering::Release);
@@ -329,7 +373,7 @@ impl Planner {
         // Every chain completed, so every sink record has arrived (workers send a chain's
         // records before its credit).
         if let Err(e) = lock(&self.shared.sink).flush() {
-            lock(&self.shared.sink_error).get_or_insert(e);
+            self.shared.output_failed(e);
         }
         if let Some(e) = lock(&input_errors).take() {
             return Err(e);
@@ -337,15 +381,24 @@ impl Planner {
         if let Some(error) = lock(&self.shared.sink_error).take() {
             return Err(PlannerError::Output { what: "sink records".into(), error });
         }
-        Ok(self.summary(started.elapsed()))
+        let mut summary = self.summary(started.elapsed());
+        summary.dropped_requests = self.shared.dropped.load(Ordering::Relaxed);
+        summary.interrupted = self.shared.config.interrupt.load(Ordering::Acquire);
+        Ok(summary)
     }
 
     /// Asks every worker for the metrics of its current interval and waits for them, so the
     /// summary covers the whole run.
     fn final_reports(&mut self) -> Result<(), PlannerError> {
+        let workers = self.workers();
+        self.collect_reports(workers)
+    }
+
+    /// Asks `workers` for the metrics of their current interval and waits for them (before a
+    /// worker is retired, so its last interval is counted).
+    pub fn collect_reports(&mut self, mut waiting: Vec<WorkerId>) -> Result<(), PlannerError> {
         self.report_seq += 1;
         let seq = self.report_seq;
-        let mut waiting = self.workers();
         for &w in &waiting {
             self.shared.send(w, Message::ReportNow(seq));
         }
@@ -358,7 +411,12 @@ impl Planner {
                     }
                     self.reports.push(self.origin.elapsed().as_secs_f64(), *r);
                 }
-                Ok(other) => self.handle_event(other)?,
+                Ok(other) => {
+                    self.handle_event(other)?;
+                    // A worker dropped meanwhile reports no more.
+                    let members = self.workers();
+                    waiting.retain(|w| members.contains(w));
+                }
                 Err(_) => {
                     return Err(PlannerError::Timeout {
                         what: format!("final reports of {waiting:?}"),
@@ -408,9 +466,28 @@ impl Planner {
         p
     }
 
+    /// The summary of what a run that failed got through so far (its results are partial).
+    pub fn partial_summary(&self) -> stats::RunSummary {
+        let mut summary = self.summary(self.origin.elapsed());
+        summary.dropped_requests = self.shared.dropped.load(Ordering::Relaxed);
+        summary.interrupted = self.shared.config.interrupt.load(Ordering::Acquire);
+        summary
+    }
+
+    /// Writes out the sink records buffered so far (after a failure; a run that completes
+    /// flushes them itself).
+    pub fn flush_output(&self) -> Result<(), PlannerError> {
+        if let Some(error) = lock(&self.shared.sink_error).take() {
+            return Err(PlannerError::Output { what: "sink records".into(), error });
+        }
+        lock(&self.shared.sink)
+            .flush()
+            .map_err(|error| PlannerError::Output { what: "sink records".into(), error })
+    }
+
     fn summary(&self, elapsed: Duration) -> stats::RunSummary {
         let c = lock(&self.shared.chains);
-        stats::RunSummary::new(
+        let mut summary = stats::RunSummary::new(
             &self.shared.pipeline,
             elapsed.as_secs_f64(),
             self.inputs.requests.load(Ordering::Relaxed),
@@ -419,7 +496,12 @@ impl Planner {
             self.shared.sink_records.load(Ordering::Relaxed),
             &self.reports,
             &self.migrations,
-        )
+        );
+        summary.oversized_records = self.inputs.oversized.load(Ordering::Relaxed);
+        // Counted with the completions, under the same lock: together they account for
+        // every chain opened.
+        summary.abandoned_chains = c.in_flight() as u64;
+        summary
     }
 
     /// Observed statistics over the last `window_s` seconds of reports.

@@ -109,6 +109,7 @@ pub(super) fn spawn_dispatcher(
             let mut rng = independent_stream(shared.config.settings.seed, 0xd15);
             let mut parts: Vec<(WorkerId, Request)> = Vec::new();
             let gate = &shared.dispatch;
+            let max_bytes = shared.config.max_in_flight_bytes;
             loop {
                 if !gate.wait_while_paused(&shared) {
                     return;
@@ -118,15 +119,28 @@ pub(super) fn spawn_dispatcher(
                     Err(RecvTimeoutError::Timeout) => continue,
                     Err(RecvTimeoutError::Disconnected) => return,
                 };
+                let bytes = item.batch.byte_len() as u64;
+                shared.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
+                let discard = || shared.discarding.load(Ordering::Acquire);
                 let chain = {
                     let mut c = lock(&shared.chains);
-                    while c.in_flight() >= shared.config.max_in_flight {
+                    // Within the count and the bytes in flight; a chain alone may exceed the
+                    // bytes (it is at most one request).
+                    while !discard()
+                        && (c.in_flight() >= shared.config.max_in_flight
+                            || (c.in_flight() > 0 && c.bytes_in_flight() + bytes > max_bytes))
+                    {
                         if shared.stopping.load(Ordering::Acquire) {
                             return;
                         }
                         c = wait_timeout(&shared.chains_done, c, Duration::from_millis(50));
                     }
-                    c.open(item.origin_ns.unwrap_or_else(now_ns))
+                    if discard() {
+                        shared.dropped.fetch_add(1, Ordering::Relaxed);
+                        gate.discarded.fetch_add(1, Ordering::Release);
+                        continue;
+                    }
+                    c.open(item.origin_ns.unwrap_or_else(now_ns), bytes)
                 };
                 gate.dispatched_from(item.source.index(), item.position);
                 gate.dispatched.fetch_add(1, Ordering::Release);
@@ -152,7 +166,7 @@ pub(super) fn spawn_dispatcher(
                             if let Err(e) =
                                 lock(&shared.sink).write(&p.sinks[s.index()].name, &batch)
                             {
-                                lock(&shared.sink_error).get_or_insert(e);
+                                shared.output_failed(e);
                             }
                             leftover += share;
                         }

@@ -228,8 +228,10 @@ impl Planner {
         }
         if let Some(q) = &self.queue {
             let mut n = 0;
-            while q.try_recv().is_ok() {
+            while let Ok(item) = q.try_recv() {
                 n += 1;
+                let bytes = item.batch.byte_len() as u64;
+                self.shared.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
             }
             self.shared.dispatch.discarded.fetch_add(n, Ordering::AcqRel);
         }

@@ -26,6 +26,8 @@ pub struct InputCounters {
     pub records: AtomicU64,
     /// Requests queued per second since the start.
     pub per_second: Mutex<Vec<u64>>,
+    /// Records skipped because no frame could carry them.
+    pub oversized: AtomicU64,
 }
 
 /// One input of a run.
@@ -53,6 +55,10 @@ pub(super) struct Queued {
     /// The source's position after this batch.
     pub(super) position: Option<SourcePosition>,
 }
+
+/// Bytes of a request frame besides its records: the message's fields and each record's
+/// lengths and hash, with room to spare.
+const FRAME_OVERHEAD: usize = 4096;
 
 #[derive(Debug, Default)]
 struct IngressState {
@@ -121,7 +127,10 @@ pub(super) struct IngressThread {
 
 /// What happened at the top of the loop.
 enum Top {
-    Read,
+    /// Read on; `rewound`: the source was sent back to another position.
+    Read {
+        rewound: bool,
+    },
     Stop,
 }
 
@@ -136,6 +145,7 @@ impl IngressThread {
     fn top(&mut self) -> Top {
         let c = self.control.clone();
         let mut s = lock(&c.state);
+        let mut rewound = false;
         loop {
             if self.stop.load(Ordering::Acquire) {
                 return Top::Stop;
@@ -147,15 +157,16 @@ impl IngressThread {
                 continue;
             }
             s.parked = false;
-            if let Some(to) = s.seek.take()
-                && let Err(e) = self.input.reader.seek(to)
-            {
-                drop(s);
-                self.fail(format!("going back to {to}: {e}"));
-                return Top::Stop;
+            if let Some(to) = s.seek.take() {
+                if let Err(e) = self.input.reader.seek(to) {
+                    drop(s);
+                    self.fail(format!("going back to {to}: {e}"));
+                    return Top::Stop;
+                }
+                rewound = true;
             }
             if !s.ended {
-                return Top::Read;
+                return Top::Read { rewound };
             }
             s = wait_timeout(&c.changed, s, Duration::from_millis(20));
         }
@@ -171,45 +182,87 @@ impl IngressThread {
     fn read_all(mut self) {
         let source = self.shared.pipeline.sources[self.input.source.index()].clone();
         let batch_size = self.shared.config.batch_size.max(1) as usize;
+        let max_frame = self.shared.config.settings.max_frame;
+        // A record must fit one request frame with room for the request's own fields.
+        let largest = (max_frame as usize).saturating_sub(FRAME_OVERHEAD);
+        let max_bytes = self.shared.config.max_request_bytes.clamp(1, largest.max(1));
         let mut pacer = Pacer::new(std::mem::replace(&mut self.input.rate, Box::new(|_| None)));
         let mut rec = InputRecord::default();
+        // A record read and not yet in a request (it opens the next one), and the source's
+        // position before it (the position after the request it did not fit).
+        let mut pending: Option<Option<SourcePosition>> = None;
+        let mut oversized = 0u64;
         'outer: loop {
-            if let Top::Stop = self.top() {
-                return;
+            match self.top() {
+                Top::Stop => return,
+                // A rewound source reads the pending record again.
+                Top::Read { rewound: true } => pending = None,
+                Top::Read { rewound: false } => {}
             }
-            let mut batch = Batch::with_capacity(batch_size, batch_size * 64);
+            let mut batch = Batch::with_capacity(batch_size.min(4096), 64 << 10);
             let mut origin_ns: Option<u64> = None;
             let mut end = false;
+            let mut position_after = None;
             while batch.len() < batch_size {
-                match self.input.reader.next_record(&mut rec) {
-                    Ok(Next::Record) => {
-                        let key = if rec.keyed { &rec.key[..] } else { source.key_of(&rec.value) };
-                        batch.push(key, &rec.value);
-                        if let Some(o) = rec.origin_ns {
-                            origin_ns = Some(origin_ns.map_or(o, |m| m.min(o)));
+                if pending.is_none() {
+                    let before = self.input.reader.position();
+                    match self.input.reader.next_record(&mut rec) {
+                        Ok(Next::Record) => pending = Some(before),
+                        Ok(Next::Idle) if batch.is_empty() => {
+                            if self.stop.load(Ordering::Acquire) || self.control.held() {
+                                continue 'outer;
+                            }
+                            continue;
                         }
-                    }
-                    Ok(Next::Idle) if batch.is_empty() => {
-                        if self.stop.load(Ordering::Acquire) || self.control.held() {
-                            continue 'outer;
+                        Ok(Next::Idle) => break,
+                        Ok(Next::End) => {
+                            end = true;
+                            break;
                         }
-                    }
-                    Ok(Next::Idle) => break,
-                    Ok(Next::End) => {
-                        end = true;
-                        break;
-                    }
-                    Err(e) => {
-                        self.fail(e.to_string());
-                        return;
+                        Err(e) => {
+                            self.fail(e.to_string());
+                            return;
+                        }
                     }
                 }
+                let key = if rec.keyed { &rec.key[..] } else { source.key_of(&rec.value) };
+                let size = key.len() + rec.value.len();
+                if size > largest {
+                    if oversized == 0 {
+                        tracing::warn!(
+                            "source `{}`: a record of {size} bytes exceeds the frame limit of {max_frame} bytes; it and any other such record are skipped and counted",
+                            source.name
+                        );
+                    }
+                    oversized += 1;
+                    self.counters.oversized.fetch_add(1, Ordering::Relaxed);
+                    pending = None;
+                    continue;
+                }
+                // The record that would take the request past its bytes opens the next.
+                if !batch.is_empty() && batch.byte_len() + size > max_bytes {
+                    position_after = pending.flatten();
+                    break;
+                }
+                batch.push(key, &rec.value);
+                pending = None;
+                if let Some(o) = rec.origin_ns {
+                    origin_ns = Some(origin_ns.map_or(o, |m| m.min(o)));
+                }
             }
-            let position = self.input.reader.position();
+            // The position after the request: before the pending record, if one is.
+            let position =
+                if pending.is_some() { position_after } else { self.input.reader.position() };
             if !batch.is_empty() && !self.send(&mut pacer, batch, origin_ns, position) {
                 continue;
             }
             if end {
+                if oversized > 0 {
+                    tracing::warn!(
+                        "source `{}`: {oversized} record(s) larger than the frame limit of {max_frame} bytes were skipped",
+                        source.name
+                    );
+                }
                 let mut s = lock(&self.control.state);
                 // A hold that came meanwhile rewinds the source anyway.
                 if !s.hold {
@@ -239,6 +292,21 @@ impl IngressThread {
         }
         pacer.take();
         let n = batch.len() as u64;
+        let bytes = batch.byte_len() as u64;
+        let shared = &self.shared;
+        // The queue is bounded in bytes too: a source waits while it holds more than its
+        // share (one request always enters an empty queue).
+        loop {
+            let queued = shared.queued_bytes.load(Ordering::Acquire);
+            if queued == 0 || queued + bytes <= shared.config.max_queued_bytes {
+                break;
+            }
+            if self.stop.load(Ordering::Acquire) || self.control.held() {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        shared.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
         let mut item = Queued { source: self.input.source, batch, origin_ns, position };
         // A full queue holds the source back (unthrottled input retries).
         loop {
@@ -246,11 +314,15 @@ impl IngressThread {
                 Ok(()) => break,
                 Err(crossbeam_channel::SendTimeoutError::Timeout(back)) => {
                     if self.stop.load(Ordering::Acquire) || self.control.held() {
+                        shared.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
                         return false;
                     }
                     item = back;
                 }
-                Err(crossbeam_channel::SendTimeoutError::Disconnected(_)) => return false,
+                Err(crossbeam_channel::SendTimeoutError::Disconnected(_)) => {
+                    shared.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
+                    return false;
+                }
             }
         }
         self.counters.requests.fetch_add(1, Ordering::Relaxed);

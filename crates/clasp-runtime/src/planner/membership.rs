@@ -6,12 +6,14 @@ use crate::metrics::WorkerReport;
 use crate::migration::MigrationDone;
 use crate::net::{self, Link};
 use crate::wire::{
-    self, CheckpointWritten, Hello, Limits, MAX_WORKERS, Message, Restored, Role, Welcome,
+    self, CheckpointWritten, Limits, MAX_WORKERS, Message, PLANNER_IDENTITY, Restored, Role,
+    Welcome,
 };
 use clasp_core::sync::{lock, read};
 use clasp_core::{Batch, OperatorId, WorkerId};
+use clasp_wire::Conn;
 use crossbeam_channel::RecvTimeoutError;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -176,33 +178,29 @@ pub(super) fn spawn_heartbeat_watch(shared: Arc<Shared>, timeout: Duration) {
 
 /// Accepts worker connections; each handshake runs on its own thread.
 pub(super) fn spawn_acceptor(shared: Arc<Shared>, listener: TcpListener) {
-    std::thread::Builder::new()
-        .name("planner-accept".into())
-        .spawn(move || {
-            for stream in listener.incoming() {
-                if shared.stopping.load(Ordering::Acquire) {
-                    return;
-                }
-                let Ok(mut stream) = stream else { continue };
-                let shared = shared.clone();
-                std::thread::spawn(move || {
-                    match net::accept(&mut stream, shared.config.settings.max_frame) {
-                        Ok((hello, reader)) if hello.role == Role::Worker => {
-                            register(&shared, hello, stream, reader)
-                        }
-                        Ok((hello, _)) => tracing::error!(
-                            "planner: refused a connection from a non-worker ({hello:?})"
-                        ),
-                        Err(e) => tracing::error!("planner: rejected connection: {e}"),
-                    }
-                });
+    let stopping = shared.clone();
+    net::accept_loop(
+        "planner-accept",
+        listener,
+        move || stopping.stopping.load(Ordering::Acquire),
+        move |tcp| {
+            let c = &shared.config;
+            match net::accept(tcp, &c.security, PLANNER_IDENTITY, c.settings.max_frame) {
+                Ok(a) if a.hello.role == Role::Worker => register(&shared, a),
+                Ok(a) => tracing::error!(
+                    "planner: refused a connection from a non-worker at {} ({:?})",
+                    a.reader.peer(),
+                    a.hello
+                ),
+                Err(e) => tracing::error!("planner: rejected connection: {e}"),
             }
-        })
-        .expect("spawn planner acceptor");
+        },
+    );
 }
 
 /// Admits a joining worker: assigns its id, welcomes it, introduces it to the others.
-fn register(shared: &Arc<Shared>, hello: Hello, mut stream: TcpStream, reader: wire::FrameReader) {
+fn register(shared: &Arc<Shared>, accepted: net::Accepted) {
+    let net::Accepted { conn: stream, hello, reader } = accepted;
     let (link, rx) = Link::pending();
     let heard = Arc::new(AtomicU64::new(crate::worker::executor::now_ns()));
     let muted = Arc::new(AtomicBool::new(false));
@@ -213,7 +211,7 @@ fn register(shared: &Arc<Shared>, hello: Hello, mut stream: TcpStream, reader: w
             Some(w) if free(w.index()) => w.index(),
             Some(w) => {
                 drop(ws);
-                reject(&mut stream, &format!("worker id {w} is already in use"));
+                reject(&stream, &format!("worker id {w} is already in use"));
                 return;
             }
             None => match (0..MAX_WORKERS as usize).find(|&i| free(i)) {
@@ -221,7 +219,7 @@ fn register(shared: &Arc<Shared>, hello: Hello, mut stream: TcpStream, reader: w
                 None => {
                     drop(ws);
                     let full = format!("the cluster has its maximum of {MAX_WORKERS} workers");
-                    reject(&mut stream, &full);
+                    reject(&stream, &full);
                     return;
                 }
             },
@@ -280,8 +278,9 @@ fn register(shared: &Arc<Shared>, hello: Hello, mut stream: TcpStream, reader: w
     }
 }
 
-fn reject(stream: &mut TcpStream, reason: &str) {
-    tracing::error!("planner: refused a worker: {reason}");
+fn reject(stream: &Conn, reason: &str) {
+    let from = stream.peer_addr().map_or_else(|_| "?".into(), |a| a.to_string());
+    tracing::error!("planner: refused a worker at {from}: {reason}");
     net::reject(stream, reason);
 }
 
@@ -293,12 +292,14 @@ fn spawn_worker_receiver(
     shared: Arc<Shared>,
     id: WorkerId,
     generation: u64,
-    stream: TcpStream,
+    stream: Conn,
     reader: wire::FrameReader,
     (heard, muted): (Arc<AtomicU64>, Arc<AtomicBool>),
 ) {
     let closing = shared.clone();
-    let limits = Limits::new(&shared.pipeline, shared.config.settings.key_groups, 0);
+    // Reports and migration completions on this connection must be worker `id`'s own.
+    let limits =
+        Limits::new(&shared.pipeline, shared.config.settings.key_groups, 0).from_worker(id);
     let routing = shared.clone();
     net::spawn_receiver(
         format!("planner-from-{id}"),
@@ -316,7 +317,7 @@ fn spawn_worker_receiver(
                         shared.sink_records.fetch_add(batch.len() as u64, Ordering::Relaxed);
                         let name = &shared.pipeline.sinks[sink.index()].name;
                         if let Err(e) = lock(&shared.sink).write(name, &batch) {
-                            lock(&shared.sink_error).get_or_insert(e);
+                            shared.output_failed(e);
                         }
                     }
                     Message::Report(r) => {

@@ -9,7 +9,8 @@
 //! - `control`: installs, migrations, the run loop and its [`Progress`];
 //! - `stall`: the watch that ends a run whose chains stopped completing;
 //! - `sinks`: where sink records go ([`SinkOutput`]); `state_dump`: the workers' keyed state;
-//! - [`chains`], [`stats`]: completion tracking and the run's statistics.
+//! - [`chains`], [`stats`]: completion tracking and the run's statistics; `totals`: read-only
+//!   views for observers.
 
 pub mod chains;
 mod config;
@@ -23,6 +24,7 @@ mod sinks;
 mod stall;
 mod state_dump;
 pub mod stats;
+mod totals;
 
 pub use config::PlannerConfig;
 pub use control::{Progress, RunHooks};
@@ -31,6 +33,7 @@ pub use fault::{CheckpointBoundary, RecoveryWaitError};
 pub use ingress::{Input, InputCounters};
 pub use membership::{Event, FaultEvent};
 pub use sinks::{DiscardSink, JsonLinesSink, SinkOutput};
+pub use totals::{Totals, WorkerInfo};
 
 use crate::routing::{Routing, RoutingPlan};
 use crate::wire::{self, Message};
@@ -63,6 +66,12 @@ struct Shared {
     dispatch: DispatchGate,
     /// Each input's source index and the control of its thread.
     ingress: Mutex<Vec<(usize, Arc<IngressControl>)>>,
+    /// Bytes of records in the incoming queue.
+    queued_bytes: AtomicU64,
+    /// Set when the run reached its duration: queued requests are dropped, not dispatched.
+    discarding: AtomicBool,
+    /// Requests dropped so.
+    dropped: AtomicU64,
 }
 
 impl Shared {
@@ -75,6 +84,16 @@ impl Shared {
     fn send(&self, w: WorkerId, m: Message) {
         if let Some(Some(slot)) = lock(&self.workers).get(w.index()) {
             slot.link.send(m);
+        }
+    }
+
+    /// Records a failure to write sink records, and reports the first at once (the run's
+    /// result names it again at its end).
+    fn output_failed(&self, e: std::io::Error) {
+        let mut first = lock(&self.sink_error);
+        if first.is_none() {
+            tracing::error!("writing sink records failed: {e}; the run's output is incomplete");
+            *first = Some(e);
         }
     }
 
@@ -158,6 +177,9 @@ impl Planner {
             stopping: AtomicBool::new(false),
             dispatch: DispatchGate::default(),
             ingress: Mutex::new(Vec::new()),
+            queued_bytes: AtomicU64::new(0),
+            discarding: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
         });
         spawn_acceptor(shared.clone(), listener);
         if let Some(timeout) = shared.config.heartbeat_timeout {
@@ -183,6 +205,11 @@ impl Planner {
     /// The address workers join.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The cluster secret and TLS of its links (workers started by this process use them).
+    pub fn security(&self) -> &clasp_wire::Security {
+        &self.shared.config.security
     }
 
     /// The pipeline.

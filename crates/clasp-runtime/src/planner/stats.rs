@@ -104,6 +104,20 @@ pub struct RunSummary {
     pub remote_requests: u64,
     /// Migrations.
     pub migrations: Vec<MigrationRecord>,
+    /// Input records skipped because they exceed the frame limit.
+    #[serde(default)]
+    pub oversized_records: u64,
+    /// Input requests dropped from the incoming queue when the run was stopped at its
+    /// duration.
+    #[serde(default)]
+    pub dropped_requests: u64,
+    /// Chains still in flight when the run stopped waiting for them (at its duration, after
+    /// the drain grace).
+    #[serde(default)]
+    pub abandoned_chains: u64,
+    /// The run was stopped by a signal: its results are partial.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 impl RunSummary {
@@ -171,6 +185,10 @@ impl RunSummary {
             local_requests: local,
             remote_requests: remote,
             migrations: migrations.to_vec(),
+            oversized_records: 0,
+            dropped_requests: 0,
+            abandoned_chains: 0,
+            interrupted: false,
         }
     }
 

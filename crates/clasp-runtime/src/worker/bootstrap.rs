@@ -9,10 +9,11 @@ use super::{MAX_WORKERS, WorkerShared, executor, monitor};
 use crate::metrics::ExecCounters;
 use crate::net::{self, Link};
 use crate::routing::{Routing, RoutingPlan};
-use crate::wire::{Hello, Limits, Message, Role, Welcome, WireError};
+use crate::wire::{Hello, Limits, Message, PLANNER_IDENTITY, Role, Welcome, WireError};
 use clasp_core::operator::Rejections;
 use clasp_core::sync::lock;
 use clasp_core::{Registry, WorkerId};
+use clasp_wire::Security;
 use std::collections::HashMap;
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,11 +29,13 @@ pub struct WorkerOptions {
     pub listen: String,
     /// Id to ask the planner for (it must be free).
     pub id: Option<WorkerId>,
+    /// The cluster secret and TLS, for the planner and the peers alike.
+    pub security: Security,
 }
 
 impl Default for WorkerOptions {
     fn default() -> Self {
-        Self { slots: 10, listen: "127.0.0.1:0".into(), id: None }
+        Self { slots: 10, listen: "127.0.0.1:0".into(), id: None, security: Security::insecure() }
     }
 }
 
@@ -72,11 +75,10 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
         listen: listen.to_string(),
         pid: std::process::id(),
     };
-    let (stream, mut reader) = net::connect(join, &hello, crate::wire::DEFAULT_MAX_FRAME)?;
-    let welcome = match reader.read_message(
-        &mut stream.try_clone().map_err(|source| WireError::Io { peer: join.into(), source })?,
-        &Limits::handshake(),
-    )? {
+    let max_frame = crate::wire::DEFAULT_MAX_FRAME;
+    let (stream, mut reader) =
+        net::connect(join, &hello, &opts.security, PLANNER_IDENTITY, max_frame)?;
+    let welcome = match reader.read_message(&mut &stream, &Limits::handshake())? {
         Some(Message::Welcome(w)) => *w,
         Some(Message::Reject(reason)) => {
             return Err(WireError::Rejected { peer: join.into(), reason }.into());
@@ -90,13 +92,11 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
         }
     };
     let (planner_link, planner_rx) = Link::pending();
-    let shared = match build_shared(welcome.clone(), registry, opts.slots, planner_link.clone()) {
+    let built = build_shared(welcome.clone(), registry, opts, planner_link.clone());
+    let shared = match built {
         Ok(s) => s,
         Err(e) => {
-            let (mut s, msg) = (stream, Message::Reject(e.to_string()));
-            let mut buf = Vec::new();
-            crate::wire::encode(&msg, &mut buf);
-            let _ = std::io::Write::write_all(&mut s, &buf);
+            net::reject(&stream, &e.to_string());
             return Err(e);
         }
     };
@@ -165,9 +165,10 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
 fn build_shared(
     w: Welcome,
     registry: &Registry,
-    slots: u32,
+    opts: &WorkerOptions,
     planner: Link,
 ) -> Result<Arc<WorkerShared>, WorkerError> {
+    let slots = opts.slots;
     let pipeline = Arc::new(w.pipeline);
     let ops = registry.instantiate_all(&pipeline)?;
     let groups = w.settings.key_groups.max(1);
@@ -209,6 +210,7 @@ fn build_shared(
         floor: AtomicU64::new(0),
         store: Mutex::new(None),
         settings: w.settings,
+        security: opts.security.clone(),
         ops,
         stores,
         pipeline,

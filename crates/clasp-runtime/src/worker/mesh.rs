@@ -4,12 +4,13 @@
 use super::WorkerShared;
 use super::control::Control;
 use crate::net::{self, Link};
-use crate::wire::{FrameReader, Hello, Limits, Message, Role};
+use crate::wire::{self, FrameReader, Hello, Limits, Message, Role};
 use clasp_core::WorkerId;
 use clasp_core::rng::independent_stream;
 use clasp_core::sync::{lock, read, write};
+use clasp_wire::Conn;
 use crossbeam_channel::Sender;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -42,7 +43,7 @@ impl WorkerShared {
 pub(super) fn spawn_peer_receiver(
     shared: &Arc<WorkerShared>,
     peer: Option<WorkerId>,
-    stream: TcpStream,
+    stream: Conn,
     reader: FrameReader,
     control: Sender<Control>,
 ) {
@@ -55,6 +56,11 @@ pub(super) fn spawn_peer_receiver(
     let control_close = control.clone();
     let stopping = shared.clone();
     let limits = Limits::new(&shared.pipeline, shared.settings.key_groups, 0);
+    // A peer's migration data must be its own.
+    let limits = match peer {
+        Some(p) => limits.from_worker(p),
+        None => limits,
+    };
     let epoch = shared.clone();
     let ended = Arc::new(AtomicBool::new(false));
     let ended_close = ended.clone();
@@ -119,7 +125,7 @@ pub(super) fn spawn_peer_receiver(
 fn attach_peer(
     shared: &Arc<WorkerShared>,
     w: WorkerId,
-    stream: TcpStream,
+    stream: Conn,
     reader: FrameReader,
     control: &Sender<Control>,
 ) {
@@ -158,7 +164,8 @@ pub(super) fn connect_peer(
             listen: String::new(),
             pid: std::process::id(),
         };
-        match net::connect(&addr, &hello, shared.settings.max_frame) {
+        let expect = wire::worker_identity(Some(w));
+        match net::connect(&addr, &hello, &shared.security, &expect, shared.settings.max_frame) {
             Ok((stream, reader)) => attach_peer(&shared, w, stream, reader, &control),
             Err(e) => {
                 let _ = control.send(Control::PeerDown(w, e.to_string()));
@@ -173,31 +180,27 @@ pub(super) fn spawn_acceptor(
     listener: TcpListener,
     control: Sender<Control>,
 ) {
-    std::thread::Builder::new()
-        .name(format!("w{}-accept", shared.me))
-        .spawn(move || {
-            for stream in listener.incoming() {
-                if shared.stopping.load(Ordering::Acquire) {
-                    return;
+    let stopping = shared.clone();
+    let me = wire::worker_identity(Some(shared.me));
+    net::accept_loop(
+        &format!("w{}-accept", shared.me),
+        listener,
+        move || stopping.stopping.load(Ordering::Acquire),
+        move |tcp| match net::accept(tcp, &shared.security, &me, shared.settings.max_frame) {
+            Ok(a) => match (a.hello.role, a.hello.worker) {
+                (Role::Worker, Some(w)) if w != shared.me => {
+                    attach_peer(&shared, w, a.conn, a.reader, &control);
                 }
-                let Ok(mut stream) = stream else { continue };
-                let (shared, control) = (shared.clone(), control.clone());
-                // Handshakes run off the accept loop so a silent peer cannot block it.
-                std::thread::spawn(move || match net::accept(&mut stream, shared.settings.max_frame) {
-                    Ok((hello, reader)) => match (hello.role, hello.worker) {
-                        (Role::Worker, Some(w)) if w != shared.me => {
-                            attach_peer(&shared, w, stream, reader, &control);
-                        }
-                        _ => tracing::error!(
-                            "worker {}: refused a connection that is not from a peer worker ({hello:?})",
-                            shared.me
-                        ),
-                    },
-                    Err(e) => tracing::error!("worker {}: rejected connection: {e}", shared.me),
-                });
-            }
-        })
-        .expect("spawn acceptor");
+                _ => tracing::error!(
+                    "worker {}: refused a connection from {} that is not from a peer worker ({:?})",
+                    shared.me,
+                    a.reader.peer(),
+                    a.hello
+                ),
+            },
+            Err(e) => tracing::error!("worker {}: rejected connection: {e}", shared.me),
+        },
+    );
 }
 
 /// Peers whose connection is up.

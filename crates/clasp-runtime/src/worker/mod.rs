@@ -56,6 +56,8 @@ pub struct WorkerShared {
     pub pipeline: Arc<Pipeline>,
     /// Settings from the planner.
     pub settings: WorkerSettings,
+    /// The cluster secret and TLS of its links.
+    pub security: clasp_wire::Security,
     /// Operator implementations, by operator id.
     pub ops: Vec<Box<dyn DynOperator>>,
     /// Keyed state, by operator id (stateless operators have an empty one-group store).

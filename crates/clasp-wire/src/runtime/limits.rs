@@ -11,7 +11,7 @@ use super::{
     CheckpointWritten, EPOCH_LOOKAHEAD, Hello, MAX_KEY_GROUPS, MAX_WORKERS, Message, MigrationData,
     MigrationDone, MigrationOrder, Request, RestoreOrder, Restored, RoutingPlan, Welcome,
 };
-use crate::bounds::{BoundsError, Validate, check_epoch, check_id, check_len};
+use crate::bounds::{BoundsError, Validate, check_epoch, check_id, check_len, check_sender};
 use clasp_core::placement::WorkerMigration;
 use clasp_core::report::WorkerReport;
 use clasp_core::{OperatorId, Pipeline, WorkerId};
@@ -28,6 +28,9 @@ pub struct Limits {
     /// The receiver's routing epoch; update it as the routing changes.
     pub epoch: u64,
     epoch_lookahead: u64,
+    /// The worker the connection proved to be, if it is a worker's: the only one its
+    /// messages may speak for.
+    sender: Option<WorkerId>,
 }
 
 impl Limits {
@@ -48,7 +51,21 @@ impl Limits {
             workers: MAX_WORKERS,
             epoch,
             epoch_lookahead: EPOCH_LOOKAHEAD,
+            sender: None,
         }
+    }
+
+    /// The same bounds for a connection that proved to be worker `w`: a report, migration
+    /// data or completion naming another worker as its sender is refused.
+    pub fn from_worker(mut self, w: WorkerId) -> Self {
+        self.sender = Some(w);
+        self
+    }
+
+    #[inline]
+    fn sender(&self, field: &'static str, w: WorkerId) -> Result<(), BoundsError> {
+        self.worker(field, w)?;
+        check_sender(field, u64::from(w.0), self.sender.map(|s| u64::from(s.0)))
     }
 
     /// The bounds of a node that does not know the pipeline yet (a handshake): worker ids are
@@ -63,6 +80,7 @@ impl Limits {
             workers: MAX_WORKERS,
             epoch: 0,
             epoch_lookahead: EPOCH_LOOKAHEAD,
+            sender: None,
         }
     }
 
@@ -212,7 +230,7 @@ impl Validate<Limits> for MigrationOrder {
 impl Validate<Limits> for MigrationData {
     fn validate(&self, l: &Limits) -> Result<(), BoundsError> {
         l.epoch("MigrationData.epoch", self.epoch)?;
-        l.worker("MigrationData.from", self.from)?;
+        l.sender("MigrationData.from", self.from)?;
         for g in &self.groups {
             l.operator("MigrationData.groups[].op", g.op)?;
             l.key_group("MigrationData.groups[].group", g.group.0)?;
@@ -224,14 +242,14 @@ impl Validate<Limits> for MigrationData {
 impl Validate<Limits> for MigrationDone {
     fn validate(&self, l: &Limits) -> Result<(), BoundsError> {
         l.epoch("MigrationDone.epoch", self.epoch)?;
-        l.worker("MigrationDone.worker", self.worker)?;
+        l.sender("MigrationDone.worker", self.worker)?;
         self.waited_for.iter().try_for_each(|w| l.worker("MigrationDone.waited_for[]", *w))
     }
 }
 
 impl Validate<Limits> for WorkerReport {
     fn validate(&self, l: &Limits) -> Result<(), BoundsError> {
-        l.worker("Report.worker", self.worker)?;
+        l.sender("Report.worker", self.worker)?;
         l.epoch("Report.epoch", self.epoch)?;
         check_len("Report.ops", self.ops.len(), l.operators())?;
         for op in &self.ops {

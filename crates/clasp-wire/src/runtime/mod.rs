@@ -1,7 +1,9 @@
 //! The protocol between the runtime's nodes: a planner and its workers.
 //!
-//! Every connection starts with [`PROTOCOL`]'s preamble; the connecting side then sends a
-//! [`Hello`], and the frames that follow carry [`Message`]s. Receivers check every decoded
+//! Every connection starts with [`PROTOCOL`]'s preamble and the proof of the cluster secret
+//! ([`crate::auth`]: the planner proves `planner`, a worker `worker:N`, or `worker` when it
+//! asks the planner for an id); the connecting side then sends a [`Hello`] that must agree with
+//! the identity it proved, and the frames that follow carry [`Message`]s. Receivers check every decoded
 //! message against their [`Limits`] before using its ids.
 
 mod checkpoint;
@@ -27,7 +29,7 @@ use serde::{Deserialize, Serialize};
 pub const PROTOCOL: Protocol = Protocol {
     name: "clasp",
     magic: *b"CLASP\x00\r\n",
-    version: 3,
+    version: 4,
     on_mismatch: "connection refused",
 };
 
@@ -42,6 +44,27 @@ pub const MAX_KEY_GROUPS: u32 = 1 << 20;
 /// A peer is ahead by the installs this node has not read yet, a handful at most; an epoch
 /// beyond this is not from a live cluster, and would be held forever.
 pub const EPOCH_LOOKAHEAD: u64 = 1024;
+
+/// The identity the planner proves.
+pub const PLANNER_IDENTITY: &str = "planner";
+
+/// The identity a worker proves: `worker:N`, or `worker` when it asks for an id.
+pub fn worker_identity(w: Option<WorkerId>) -> String {
+    w.map_or_else(|| "worker".to_owned(), |w| format!("worker:{}", w.0))
+}
+
+/// The worker id an identity names (`Some(None)` for `worker`), or `None` if it names no
+/// worker.
+pub fn parse_worker_identity(identity: &str) -> Option<Option<WorkerId>> {
+    match identity.strip_prefix("worker") {
+        Some("") => Some(None),
+        Some(rest) => {
+            let n: u32 = rest.strip_prefix(':')?.parse().ok()?;
+            (n < MAX_WORKERS && rest[1..] == n.to_string()).then_some(Some(WorkerId(n)))
+        }
+        None => None,
+    }
+}
 
 /// What a node is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +114,9 @@ pub struct WorkerSettings {
     pub saturation_wait_ms: f64,
 }
 
+/// Largest emulated dispatch cost (µs): one second.
+pub const MAX_DISPATCH_COST_US: f64 = 1e6;
+
 /// Emulated chained-request costs (to run the paper's cost regime on this runtime): µs per
 /// local and per remote chained request, and µs per distinct remote destination per second.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -123,6 +149,11 @@ impl DispatchCost {
                 v.trim().parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0).ok_or_else(
                     || format!("`{term}`: `{v}` is not a number of microseconds >= 0"),
                 )?;
+            if v > MAX_DISPATCH_COST_US {
+                return Err(format!(
+                    "`{term}`: {v} µs is more than the largest emulated cost, {MAX_DISPATCH_COST_US} µs"
+                ));
+            }
             match k.trim() {
                 "local" => c.local_us = v,
                 "remote" => c.remote_us = v,

@@ -23,6 +23,12 @@ pub enum DurationError {
         /// The text given.
         text: String,
     },
+    /// Longer than any setting needs (and than a deadline computed from it could hold).
+    #[error("`{text}` is longer than the longest allowed, 30 days")]
+    TooLong {
+        /// The text given.
+        text: String,
+    },
 }
 
 /// A duration that may be zero (`0`, `0s`: the setting is off).
@@ -38,14 +44,23 @@ pub fn parse_or_zero(text: &str) -> Result<Duration, DurationError> {
 pub fn parse(text: &str) -> Result<Duration, DurationError> {
     let s = text.trim();
     let d = match s.parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs > 0.0 => Duration::try_from_secs_f64(secs).ok(),
+        Ok(secs) if secs.is_finite() && secs > 0.0 => Some(
+            Duration::try_from_secs_f64(secs)
+                .map_err(|_| DurationError::TooLong { text: text.to_owned() })?,
+        ),
         Ok(_) => None,
         Err(_) => Some(
             humantime::parse_duration(s)
                 .map_err(|source| DurationError::Syntax { text: text.to_owned(), source })?,
         ),
     };
-    d.filter(|d| !d.is_zero()).ok_or_else(|| DurationError::NotPositive { text: text.to_owned() })
+    let d = d
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| DurationError::NotPositive { text: text.to_owned() })?;
+    if d > super::bounds::MAX_DURATION {
+        return Err(DurationError::TooLong { text: text.to_owned() });
+    }
+    Ok(d)
 }
 
 /// A positive duration in seconds.
@@ -81,6 +96,11 @@ mod tests {
             let e = parse(text).unwrap_err();
             assert!(matches!(e, DurationError::NotPositive { .. }), "{text}: {e:?}");
         }
+        for text in ["1e300", "31days", "2592001"] {
+            let e = parse(text).unwrap_err();
+            assert!(matches!(e, DurationError::TooLong { .. }), "{text}: {e:?}");
+        }
+        assert_eq!(parse("2592000").unwrap(), super::super::bounds::MAX_DURATION);
         for text in ["soon", "5 parsecs", "", "1.5.2s"] {
             let e = parse(text).unwrap_err();
             assert!(matches!(e, DurationError::Syntax { .. }), "{text}: {e:?}");

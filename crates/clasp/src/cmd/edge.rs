@@ -55,8 +55,9 @@ pub struct Args {
     /// How long a device keeps trying to reach the cloud, s.
     #[arg(long, default_value_t = 10.0)]
     pub connect_timeout_s: f64,
-    /// Where the cloud listens for devices (with --cloud).
-    #[arg(long, default_value = "0.0.0.0:7450")]
+    /// Where the cloud listens for devices (with --cloud); loopback unless told otherwise,
+    /// e.g. `--listen 0.0.0.0:7450` to take devices from other hosts.
+    #[arg(long, default_value = "127.0.0.1:7450")]
     pub listen: String,
     /// How long the cloud waits for every device to join, s.
     #[arg(long, default_value_t = 60.0)]
@@ -76,10 +77,14 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The cluster secret and TLS (`--embedded` makes a secret for its own run).
+    #[command(flatten)]
+    pub security: super::security::SecurityArgs,
 }
 
 /// Runs `clasp edge`.
 pub fn run(args: &Args) -> Result<()> {
+    check_numbers(args)?;
     let p = super::load_pipeline(&args.pipeline)?;
     let devices = edgecut::devices::load(&args.devices, &p).map_err(|e| anyhow!("{e}"))?;
     let model = CostModel::from_spec(&p);
@@ -93,14 +98,16 @@ pub fn run(args: &Args) -> Result<()> {
     let registry = clasp_apps::registry();
     if let Some(id) = &args.device {
         let join = args.join.as_deref().unwrap_or_default();
-        let opts = device_options(args, id, join, mode, inputs);
+        let mut opts = device_options(args, id, join, mode, inputs);
+        opts.security = args.security.required("clasp edge --device")?;
         let report =
             device::run(&p, &devices, &model, &registry, &opts).map_err(|e| anyhow!("{e}"))?;
         return print_device(&report, args.json);
     }
     if args.cloud {
-        let cloud = Cloud::bind(&p, &devices, &model, cloud_options(args, mode, inputs))
-            .map_err(|e| anyhow!("{e}"))?;
+        let mut opts = cloud_options(args, mode, inputs);
+        opts.security = args.security.required("clasp edge --cloud")?;
+        let cloud = Cloud::bind(&p, &devices, &model, opts).map_err(|e| anyhow!("{e}"))?;
         eprintln!(
             "edge ingress on {}; cloud runs {}; waiting for {} device(s)",
             cloud.addr(),
@@ -135,8 +142,35 @@ fn device_options(
     o.speed = args.speed;
     o.shape = shape(args);
     o.flush = Duration::from_millis(args.flush_ms.max(1));
-    o.connect_timeout = Duration::from_secs_f64(args.connect_timeout_s.max(0.0));
+    o.connect_timeout = seconds(args.connect_timeout_s);
     o
+}
+
+/// Seconds checked at parse ([`check_numbers`]).
+fn seconds(s: f64) -> Duration {
+    Duration::from_secs_f64(s.clamp(0.0, super::bounds::MAX_DURATION.as_secs_f64()))
+}
+
+/// The numbers of the flags: finite and in range.
+fn check_numbers(args: &Args) -> Result<()> {
+    use super::bounds::{MAX_SLOTS, MAX_WORKERS, check_range, duration_of_seconds};
+    let finite = |flag: &str, v: f64, lo: f64, hi: f64| {
+        if !(v.is_finite() && v >= lo && v <= hi) {
+            bail!("{flag} {v} must be a number between {lo} and {hi}");
+        }
+        Ok(())
+    };
+    finite("--speed", args.speed, 0.0, 1e6)?;
+    finite("--delay-ms", args.delay_ms, 0.0, 60_000.0)?;
+    if let Some(k) = args.bandwidth_kbit {
+        finite("--bandwidth-kbit", k, 1e-3, 1e9)?;
+    }
+    duration_of_seconds("--connect-timeout-s", args.connect_timeout_s).map_err(|e| anyhow!(e))?;
+    duration_of_seconds("--join-timeout-s", args.join_timeout_s).map_err(|e| anyhow!(e))?;
+    check_range("--workers", args.workers, 1, MAX_WORKERS as usize)?;
+    check_range("--slots", args.slots, 1, MAX_SLOTS)?;
+    check_range("--flush-ms", args.flush_ms, 0, 60_000)?;
+    Ok(())
 }
 
 fn cloud_options(args: &Args, mode: Mode, inputs: Vec<(String, InputSpec)>) -> CloudOptions {
@@ -145,7 +179,7 @@ fn cloud_options(args: &Args, mode: Mode, inputs: Vec<(String, InputSpec)>) -> C
         mode,
         workers: args.workers.max(1),
         slots: args.slots.max(1),
-        join_timeout: Duration::from_secs_f64(args.join_timeout_s.max(0.0)),
+        join_timeout: seconds(args.join_timeout_s),
         inputs,
         speed: args.speed,
         dump_state: args.dump_state.is_some(),
@@ -167,6 +201,7 @@ fn run_embedded(
     o.shape = shape(args);
     o.flush = Duration::from_millis(args.flush_ms.max(1));
     o.cloud = cloud_options(args, mode, inputs);
+    o.cloud.security = args.security.own_cluster()?;
     let report = embedded::run(p, devices, model, &clasp_apps::registry(), &o, sink(args)?)
         .map_err(|e| anyhow!("{e}"))?;
     finish_cloud(args, &report.cloud, &report.devices)

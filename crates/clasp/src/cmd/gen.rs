@@ -43,8 +43,8 @@ pub fn run(args: &Args) -> Result<()> {
     if args.profile {
         profile(args, &mut out)?;
     } else {
-        let def = clasp_apps::inputs::source(&args.app, args.source.as_deref())
-            .map_err(anyhow::Error::msg)?;
+        let def =
+            clasp_apps::inputs::source(&args.app, args.source.as_deref()).context("--source")?;
         def.write_generated(args.count, args.seed, &mut out).context("cannot write the input")?;
     }
     out.flush().context("cannot write the output")
@@ -57,7 +57,7 @@ fn profile(args: &Args, out: &mut dyn Write) -> Result<()> {
     let apps: Vec<&str> =
         if args.app == "all" { clasp_apps::APPS.to_vec() } else { vec![args.app.as_str()] };
     for app in apps {
-        let p = clasp_apps::profile::run(app, args.count, args.seed).map_err(anyhow::Error::msg)?;
+        let p = clasp_apps::profile::run(app, args.count, args.seed)?;
         writeln!(out, "{}", p.to_markdown())?;
     }
     Ok(())

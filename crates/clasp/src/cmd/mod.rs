@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bounds;
 pub mod check;
+pub mod config;
 pub mod cut;
 pub mod duration;
 pub mod edge;
@@ -9,6 +11,7 @@ pub mod fault;
 pub mod r#gen;
 pub mod plan;
 pub mod run;
+pub mod security;
 pub mod sim;
 pub mod worker;
 

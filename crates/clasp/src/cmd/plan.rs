@@ -15,7 +15,7 @@ pub struct Args {
     /// Pipeline spec file (TOML).
     pub spec: PathBuf,
     /// Input rate to sustain, in requests per second (> 0).
-    #[arg(long, value_parser = parse_rate, allow_negative_numbers = true)]
+    #[arg(long, value_parser = super::bounds::parse_rate, allow_negative_numbers = true)]
     pub rate: f64,
     /// Scaling policy: clasp, faasflow, zhang24, ds2, flink, faasflow-sp, zhang24-sp or static.
     #[arg(long, default_value = "clasp")]
@@ -33,14 +33,6 @@ pub struct Args {
     /// Print the decision as JSON (docs/plan-json.md) instead of tables.
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_rate(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
-        Ok(r) => Err(format!("{r} is not a positive rate; give requests per second > 0")),
-        Err(_) => Err(format!("`{s}` is not a number; give requests per second > 0")),
-    }
 }
 
 /// Runs `clasp plan`.

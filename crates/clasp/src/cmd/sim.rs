@@ -29,7 +29,7 @@ pub struct Args {
     pub pattern: PatternSpec,
     /// Input rate in requests per second (> 0): the constant rate, or the maximum of burst and
     /// gradual.
-    #[arg(long, value_parser = parse_rate, allow_negative_numbers = true)]
+    #[arg(long, value_parser = super::bounds::parse_rate, allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Simulated time, in seconds or with a unit (e.g. 120s, 2m; default: the pattern's
     /// length, else 60 s).
@@ -53,7 +53,7 @@ pub struct Args {
     #[arg(long, default_value = "exponential")]
     pub service: ServiceDist,
     /// Executor slots per worker.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub slots: u32,
     /// Workers in the cluster (the policy's limit).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -73,16 +73,11 @@ pub struct Args {
 fn parse_workers(s: &str) -> Result<u32, String> {
     match s.trim().parse::<u32>() {
         Ok(0) => Err("0 workers cannot run anything; give 1 or more".into()),
+        Ok(n) if n > super::bounds::MAX_WORKERS => {
+            Err(format!("{n} is more than the most workers, {}", super::bounds::MAX_WORKERS))
+        }
         Ok(n) => Ok(n),
         Err(_) => Err(format!("`{s}` is not a worker count; give a whole number >= 1")),
-    }
-}
-
-fn parse_rate(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
-        Ok(r) => Err(format!("{r} is not a positive rate; give requests per second > 0")),
-        Err(_) => Err(format!("`{s}` is not a number; give requests per second > 0")),
     }
 }
 

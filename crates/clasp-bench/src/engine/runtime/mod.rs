@@ -3,6 +3,7 @@
 //! `clasp` binary; most experiments run on its emulated testbed ([`testbed`]).
 
 pub mod testbed;
+pub mod watch;
 
 use crate::BenchError;
 use clasp_core::Pipeline;
@@ -57,7 +58,7 @@ pub fn pipeline_from(text: &str, name: &str) -> Result<Pipeline, BenchError> {
 
 /// A pipeline of `pipelines/` (next to the binary's source tree or the current directory).
 pub fn app_pipeline(app: &str) -> Result<Pipeline, BenchError> {
-    clasp_apps::pipeline(app).map_err(BenchError::Config)
+    Ok(clasp_apps::pipeline(app)?)
 }
 
 /// Formats a number with 3 significant digits.

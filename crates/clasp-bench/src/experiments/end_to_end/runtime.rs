@@ -150,7 +150,7 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     let name = s.pattern.name();
     let pattern = Arc::new(pattern(s.pattern, max_rate, o.seed, scale)?);
     let volume = pattern.total_volume().unwrap_or(0.0);
-    let def = clasp_apps::inputs::source("wc", None).map_err(BenchError::Config)?;
+    let def = clasp_apps::inputs::source("wc", None)?;
     let mut g = def.generator((volume * 16.0) as u64 + 16, o.seed);
     let mut lines = Vec::new();
     let mut line = Vec::new();

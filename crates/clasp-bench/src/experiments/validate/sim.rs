@@ -114,7 +114,7 @@ struct Speed {
 
 /// WC on 10 workers × 10 slots at the paper's costs, `seconds` simulated at 750 chains/s.
 fn speed(seconds: f64, seed: u64) -> Result<Speed, BenchError> {
-    let p = clasp_apps::pipeline("wc").map_err(BenchError::Run)?;
+    let p = clasp_apps::pipeline("wc")?;
     let cfg = SimConfig { duration_s: seconds, warmup_s: 0.0, seed, ..SimConfig::default() };
     let rate = 750.0;
     let placement = static_placement(&p, &cfg, rate, 10)?;

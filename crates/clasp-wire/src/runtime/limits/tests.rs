@@ -340,6 +340,55 @@ fn reports_must_cover_the_receivers_operators_and_streams() {
 }
 
 #[test]
+fn a_worker_connection_speaks_only_for_the_worker_it_proved() {
+    let report = |w| {
+        Message::Report(Box::new(WorkerReport {
+            worker: WorkerId(w),
+            epoch: 0,
+            ops: vec![Default::default(); 2],
+            edges: vec![0; 4],
+            ..WorkerReport::default()
+        }))
+    };
+    let data = |w| {
+        Message::MigrationData(Box::new(MigrationData {
+            epoch: 0,
+            from: WorkerId(w),
+            groups: vec![],
+            requests: vec![],
+        }))
+    };
+    let done = |w| {
+        Message::MigrationDone(MigrationDone {
+            epoch: 0,
+            worker: WorkerId(w),
+            pause_us: 0,
+            wait_us: 0,
+            waited_for: vec![],
+            bytes_sent: 0,
+            keys_sent: 0,
+            requests_sent: 0,
+            error: None,
+        })
+    };
+    let l = limits(0).from_worker(WorkerId(1));
+    for (m, field) in [
+        (report(2), "Report.worker"),
+        (data(2), "MigrationData.from"),
+        (done(2), "MigrationDone.worker"),
+    ] {
+        assert_eq!(refusal(&m, &l), BoundsError::Impersonation { field, value: 2, proven: 1 });
+    }
+    for m in [report(1), data(1), done(1)] {
+        assert!(decode(&m, &l).is_ok());
+    }
+    // A connection that proved no worker (the planner's) is not bound.
+    assert!(decode(&report(2), &limits(0)).is_ok());
+    let err = decode(&report(3), &l).unwrap_err().to_string();
+    assert_eq!(err, "peer: Report.worker is 3, but the connection proved to be 1; message dropped");
+}
+
+#[test]
 fn a_welcome_carries_operator_params_and_is_checked_against_its_own_pipeline() {
     let pipeline = pipeline();
     assert!(!pipeline.operators[0].params.is_empty());
@@ -393,4 +442,17 @@ fn the_preamble_names_the_protocol_and_version() {
     );
     let err = PROTOCOL.read_preamble(&mut &b"GET / HTTP/1.1\r\n"[..], "p").unwrap_err();
     assert!(err.to_string().contains("not a clasp peer"), "{err}");
+}
+
+#[test]
+fn worker_identities_name_one_worker_below_the_maximum() {
+    use super::super::{parse_worker_identity, worker_identity};
+    assert_eq!(parse_worker_identity("worker"), Some(None));
+    assert_eq!(parse_worker_identity(&worker_identity(Some(WorkerId(7)))), Some(Some(WorkerId(7))));
+    assert_eq!(parse_worker_identity(&worker_identity(None)), Some(None));
+    for bad in
+        ["planner", "worker:", "worker:07", "worker:+7", "worker:4096", "workers", "worker:1:2"]
+    {
+        assert_eq!(parse_worker_identity(bad), None, "{bad}");
+    }
 }

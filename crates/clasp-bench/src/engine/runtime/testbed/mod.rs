@@ -297,7 +297,7 @@ impl Testbed {
     /// `p`'s generated input at `rate` chains/s (`None`: unthrottled) for `secs` seconds.
     pub fn input(&self, p: &Pipeline, rate: Option<f64>, secs: f64) -> Result<Input, BenchError> {
         let count = rate.map_or(u64::MAX / 2, |r| (r * secs) as u64 + 16);
-        let def = clasp_apps::inputs::source(&p.name, None).map_err(BenchError::Config)?;
+        let def = clasp_apps::inputs::source(&p.name, None)?;
         Ok(Input {
             source: SourceId(0),
             reader: def.generator(count, self.seed),

@@ -1,6 +1,7 @@
 //! `clasp run` (and `clasp planner`): run a pipeline on a cluster of workers, elastically
 //! under a scaling policy, with live progress and a summary.
 
+use super::bounds;
 use anyhow::{Context, Result, anyhow, bail};
 use clasp_core::Pipeline;
 use clasp_core::input::{FileLines, LineSource, MemoryLines};
@@ -8,11 +9,13 @@ use clasp_core::pattern::{PatternSpec, RatePattern};
 use clasp_core::pipeline::{ServiceMode, ServicePer, ServiceTime};
 use clasp_core::stats::Coefficients;
 use clasp_plan::autoscaler::AutoscalerConfig;
+use clasp_plan::autoscaler::Mode;
 use clasp_plan::estimator::EstimatorConfig;
-use clasp_plan::triggers::{TriggerConfig, TriggerRule};
+use clasp_plan::triggers::TriggerConfig;
 use clasp_plan::{PlanConfig, Policy};
 use clasp_runtime::cluster::Launch;
-use clasp_runtime::job::{self, Job, RescaleAt};
+use clasp_runtime::job::{self, Job};
+use clasp_runtime::observe::Observatory;
 use clasp_runtime::planner::{Input, PlannerConfig, Progress};
 use clasp_runtime::scaling::ScalingEvent;
 use std::io::{BufWriter, Write};
@@ -20,126 +23,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Arguments of `clasp run` and `clasp planner`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Pipeline spec (TOML).
-    pub spec: PathBuf,
-    /// Workers at the start.
-    #[arg(long, default_value_t = 1)]
-    pub workers: u32,
-    /// Executor slots per worker.
-    #[arg(long, default_value_t = 10)]
-    pub slots: u32,
-    /// Input of a source: `[SOURCE=]file:PATH` (lines of a file) or `[SOURCE=]gen[:COUNT]`
-    /// (the application's seeded generator, default 100000 records). Repeat per source.
-    #[arg(long, value_name = "SPEC")]
-    pub input: Vec<String>,
-    /// Input requests per second (the maximum for burst and gradual); without it the input is
-    /// unthrottled.
-    #[arg(long)]
-    pub rate: Option<f64>,
-    /// How the rate varies: constant, unthrottled, burst, gradual or trace:FILE.
-    #[arg(long, default_value = "constant")]
-    pub pattern: String,
-    /// Stop feeding input after this long (e.g. 30s, 2m, or seconds); default: when the input or the
-    /// pattern ends.
-    #[arg(long, value_parser = super::duration::parse)]
-    pub duration: Option<Duration>,
-    /// Scaling policy: clasp, faasflow, zhang24, ds2, flink, faasflow-sp, zhang24-sp or static.
-    #[arg(long, default_value = "static")]
-    pub policy: Policy,
-    /// Most workers a policy may use.
-    #[arg(long, default_value_t = 10)]
-    pub max_workers: u32,
-    /// With `--policy clasp`: also keep the predicted 95th percentile of end-to-end latency
-    /// within this many milliseconds, choosing the fewest workers that do.
-    #[arg(long, value_name = "P95_MS")]
-    pub latency_slo: Option<f64>,
-    /// Start from this placement (the JSON of `clasp plan --json`).
-    #[arg(long)]
-    pub placement: Option<PathBuf>,
-    /// Records per request.
-    #[arg(long, default_value_t = 256)]
-    pub batch: u32,
-    /// Seed for generators, patterns and routing draws.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Write sink records here as JSON lines.
-    #[arg(long)]
-    pub output: Option<PathBuf>,
-    /// Write the final keyed state here as JSON lines.
-    #[arg(long)]
-    pub state_dump: Option<PathBuf>,
-    /// Write the observed statistics and scaling history here (JSON).
-    #[arg(long)]
-    pub stats: Option<PathBuf>,
-    /// Run workers as separate OS processes instead of threads of this process.
-    #[arg(long)]
-    pub processes: bool,
-    /// Emulated service time: `OPERATOR=MICROS[:spin|:sleep]`, `*` for every operator.
-    #[arg(long = "service-time", value_name = "OP=MICROS[:MODE]")]
-    pub service_time: Vec<String>,
-    /// Emulated chained-request costs `local=US,remote=US,fanout=US[:spin|:sleep]`, spent by
-    /// the sending executor on top of the real cost (to run the paper's cost regime, e.g.
-    /// `local=38.5,remote=275,fanout=51500`).
-    #[arg(long, value_name = "COSTS")]
-    pub dispatch_cost: Option<String>,
-    /// Load the whole input into memory before starting (for measurements).
-    #[arg(long)]
-    pub preload: bool,
-    /// Metrics interval in milliseconds.
-    #[arg(long, default_value_t = 1000)]
-    pub interval_ms: u64,
-    /// Key groups per keyed operator.
-    #[arg(long, default_value_t = 1024)]
-    pub key_groups: u32,
-    /// Initial estimates `alpha,beta,gamma,W` (µs, µs, µs/s, µs/s); default: this runtime's
-    /// order of magnitude (0.2, 1, 100, slots × 10⁶).
-    #[arg(long)]
-    pub coefficients: Option<String>,
-    /// Trigger rule: paper (rate changed for 2 s, or lagging for 3 s) or reference.
-    #[arg(long, default_value = "paper", value_parser = parse_rule)]
-    pub trigger: TriggerRule,
-    /// Input requests before the first scaling decision (the paper's setup: 10000).
-    #[arg(long, default_value_t = 0)]
-    pub warmup: u64,
-    /// Time before the first scaling decision.
-    #[arg(long, default_value = "2s", value_parser = super::duration::parse_or_zero)]
-    pub warmup_time: Duration,
-    /// A backlog is sized to drain within this time after a load jump (0s: size for the rate
-    /// alone, as the paper does).
-    #[arg(long, default_value = "10s", value_parser = super::duration::parse_or_zero)]
-    pub catch_up: Duration,
-    /// A scale-in goes ahead only if it is still decided this long after it first was.
-    #[arg(long, default_value = "5s", value_parser = super::duration::parse_or_zero)]
-    pub scale_in_delay: Duration,
-    /// Seconds during which a decision undoing the last one is held back.
-    #[arg(long, default_value_t = 10.0)]
-    pub cooldown: f64,
-    /// Rescales to make whatever the policy decides: `REQUESTS:WORKERS`, comma-separated, e.g.
-    /// `20000:3,60000:1` moves to CLASP's placement on 3 workers once 20,000 input requests
-    /// entered the planner, then back to 1 after 60,000.
-    #[arg(long, value_delimiter = ',', value_name = "REQUESTS:WORKERS")]
-    pub rescale_at: Vec<RescaleAt>,
-    /// Address workers join (`clasp planner`; `clasp run` uses loopback).
-    #[arg(long, default_value = "127.0.0.1:0")]
-    pub listen: String,
-    /// No live progress line.
-    #[arg(long)]
-    pub quiet: bool,
-    /// Checkpoints and recovery.
-    #[command(flatten)]
-    pub fault: super::fault::FaultArgs,
-}
-
-fn parse_rule(s: &str) -> Result<TriggerRule, String> {
-    match s {
-        "paper" => Ok(TriggerRule::Paper),
-        "reference" => Ok(TriggerRule::Reference),
-        _ => Err(format!("unknown trigger rule `{s}`; use paper or reference")),
-    }
-}
+mod args;
+pub use args::{Args, ScalingMode};
 
 /// Applies `--service-time` overrides.
 fn apply_service_times(p: &mut Pipeline, specs: &[String]) -> Result<()> {
@@ -159,6 +44,12 @@ fn apply_service_times(p: &mut Pipeline, specs: &[String]) -> Result<()> {
             micros.parse().ok().filter(|m: &f64| m.is_finite() && *m >= 0.0).ok_or_else(|| {
                 anyhow!("--service-time `{spec}`: `{micros}` is not a number of microseconds >= 0")
             })?;
+        if micros > bounds::MAX_SERVICE_US {
+            bail!(
+                "--service-time `{spec}`: {micros} µs is longer than the longest allowed, {} µs",
+                bounds::MAX_SERVICE_US
+            );
+        }
         let service = Some(ServiceTime { micros, mode, per: ServicePer::Record });
         if op == "*" {
             p.operators.iter_mut().for_each(|o| o.service = service);
@@ -330,6 +221,10 @@ fn scaling_config(args: &Args, unthrottled: bool) -> Result<AutoscalerConfig> {
         batch_size: args.batch,
         scale_in_delay_s: args.scale_in_delay.as_secs_f64(),
         latency_slo_ms: args.latency_slo,
+        mode: match args.scaling {
+            ScalingMode::Act => Mode::Act,
+            ScalingMode::Recommend => Mode::Recommend,
+        },
         ..AutoscalerConfig::default()
     };
     cfg.validate()?;
@@ -353,9 +248,21 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     if args.slots == 0 {
         bail!("--slots must be at least 1");
     }
-    let most = clasp_runtime::wire::MAX_KEY_GROUPS;
-    if args.key_groups == 0 || args.key_groups > most {
-        bail!("--key-groups {} must be between 1 and {most}", args.key_groups);
+    bounds::check_range("--batch", args.batch, 1, bounds::MAX_BATCH)?;
+    bounds::check_range("--slots", args.slots, 1, bounds::MAX_SLOTS)?;
+    bounds::check_range("--key-groups", args.key_groups, 1, bounds::MAX_KEY_GROUPS)?;
+    if args.max_workers > bounds::MAX_WORKERS {
+        bail!("--max-workers {} must be between 1 and {}", args.max_workers, bounds::MAX_WORKERS);
+    }
+    let (lo, hi) = (*bounds::INTERVAL_MS.start(), *bounds::INTERVAL_MS.end());
+    bounds::check_range("--interval-ms", args.interval_ms, lo, hi)?;
+    if !(args.cooldown.is_finite()
+        && (0.0..=bounds::MAX_DURATION.as_secs_f64()).contains(&args.cooldown))
+    {
+        bail!("--cooldown {} must be a number of seconds between 0 and 30 days", args.cooldown);
+    }
+    if let Some(slo) = args.latency_slo.filter(|s| !(s.is_finite() && *s > 0.0 && *s <= 3.6e6)) {
+        bail!("--latency-slo {slo} must be a number of milliseconds between 0 and one hour");
     }
     if let Some(r) = args.rescale_at.iter().find(|r| r.workers > args.max_workers) {
         bail!(
@@ -368,6 +275,9 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     if let Some(r) = args.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
         bail!("--rate {r} must be a positive number of requests per second");
     }
+    if let Some(r) = args.rate.filter(|r| *r > bounds::MAX_RATE) {
+        bail!("--rate {r} is more than the largest rate, {} requests per second", bounds::MAX_RATE);
+    }
     let mut pipeline = super::load_pipeline(&args.spec)?;
     apply_service_times(&mut pipeline, &args.service_time)?;
     let spec: PatternSpec = args.pattern.parse().map_err(|e| anyhow!("--pattern: {e}"))?;
@@ -377,9 +287,16 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
     };
     let scaling = scaling_config(args, pattern.rate_at(0.0).is_infinite())?;
     let placement = args.placement.as_ref().map(|f| read_placement(f, &pipeline)).transpose()?;
+    let security = match launch {
+        Launch::External => args.security.required("clasp planner")?,
+        _ => args.security.own_cluster()?,
+    };
     let mut planner = PlannerConfig {
         listen: args.listen.clone(),
         batch_size: args.batch,
+        // --duration ends the run; a pattern's end only the input.
+        stop_at_duration: args.duration.is_some(),
+        security,
         ..PlannerConfig::default()
     };
     planner.settings.batch_size = args.batch;
@@ -473,8 +390,19 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
         if args.processes { ", workers as processes" } else { "" },
         emulation_note(&job)
     );
+    stop_on_signals(&job.planner.interrupt)?;
     let quiet = args.quiet;
-    let out = job::run_with_faults(
+    let observatory = Arc::new(Observatory::new(&job.pipeline, policy.name(), job.scaling.mode));
+    let admin = (!args.no_admin)
+        .then(|| clasp_admin::AdminServer::start(&args.admin_address, observatory.clone()))
+        .transpose()?;
+    if let Some(a) = &admin {
+        if !a.addr().ip().is_loopback() {
+            tracing::warn!("the admin server listens on {}, beyond this machine", a.addr());
+        }
+        eprintln!("clasp: admin server at {} (metrics at {}metrics)", a.url(), a.url());
+    }
+    let result = job::run_with_faults(
         job,
         inputs,
         sink,
@@ -486,22 +414,70 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
         },
         |e| eprintln!("{}", event_line(e)),
         |n| eprintln!("{}", super::fault::note_line(n)),
-    )?;
+        Some(&observatory),
+    );
+    if let Some(a) = admin {
+        a.stop()?;
+    }
     if let Some(dir) = &prepared.temporary {
         let _ = std::fs::remove_dir_all(dir);
     }
+    let out = match result {
+        Ok(out) => out,
+        Err(job::JobError::Failed { error, saved, stats }) => {
+            // What the run got through is written, and said to be partial.
+            let mut saved: Vec<String> = [saved].into_iter().filter(|s| !s.is_empty()).collect();
+            if let Some(d) = &mut dump {
+                saved.push(match d.flush() {
+                    Ok(()) => "the state dump is written".into(),
+                    Err(e) => format!("--state-dump: {e}"),
+                });
+            }
+            if let Some(path) = &args.stats {
+                saved.push(match write_stats(path, &stats) {
+                    Ok(()) => format!("--stats {} covers the run until it failed", path.display()),
+                    Err(e) => format!("{e:#}"),
+                });
+            }
+            if saved.is_empty() {
+                saved.push("none (no --state-dump or --stats asked for)".into());
+            }
+            return Err(anyhow::Error::new(*error)
+                .context(format!("the run failed; partial results: {}", saved.join("; "))));
+        }
+        Err(e) => return Err(e.into()),
+    };
     if let Some(d) = &mut dump {
         d.flush().context("--state-dump")?;
     }
     if let Some(path) = &args.stats {
-        let mut w = create(path, "--stats")?;
-        serde_json::to_writer_pretty(&mut w, &out.stats).context("--stats")?;
-        w.flush().context("--stats")?;
+        write_stats(path, &out.stats)?;
     }
     print!("{}", summary(&name, policy, &out));
     print!("{}", super::fault::summary_lines(&out));
     if !note.is_empty() {
         println!("note       {}", note.trim_start_matches("; "));
+    }
+    if out.summary.interrupted {
+        bail!("interrupted by a signal: the results written are partial");
+    }
+    Ok(())
+}
+
+fn write_stats(path: &PathBuf, stats: &job::RunStats) -> Result<()> {
+    let mut w = create(path, "--stats")?;
+    serde_json::to_writer_pretty(&mut w, stats).context("--stats")?;
+    w.flush().context("--stats")
+}
+
+/// A first SIGINT or SIGTERM stops the run as its duration would, so that what it got through
+/// is written; a second one ends the process at once.
+fn stop_on_signals(interrupt: &Arc<std::sync::atomic::AtomicBool>) -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, interrupt.clone())
+            .and_then(|_| signal_hook::flag::register(signal, interrupt.clone()))
+            .with_context(|| format!("installing the handler of signal {signal}"))?;
     }
     Ok(())
 }
@@ -586,6 +562,30 @@ fn summary(name: &str, policy: Policy, out: &job::JobOutput) -> String {
         text += &format!(
             "           {:<16} {:>9} {:>10} {:>10} {:>8.1}us {:>11}\n",
             o.name, o.processed, o.records, o.emitted, o.mean_exec_us, o.state_keys
+        );
+    }
+    if s.interrupted {
+        text += &format!(
+            "stopped    by a signal (results partial): {} queued requests dropped, {} chains still in flight\n",
+            s.dropped_requests, s.abandoned_chains
+        );
+    } else if s.dropped_requests + s.abandoned_chains > 0 {
+        text += &format!(
+            "stopped    at the duration: {} queued requests dropped, {} chains still in flight\n",
+            s.dropped_requests, s.abandoned_chains
+        );
+    }
+    if s.oversized_records > 0 {
+        text += &format!(
+            "skipped    {} input records larger than the frame limit of {} bytes\n",
+            s.oversized_records,
+            clasp_runtime::wire::DEFAULT_MAX_FRAME
+        );
+    }
+    if !out.stats.recommendations.is_empty() {
+        text += &format!(
+            "recommend  {} decisions reported, none carried out\n",
+            out.stats.recommendations.len()
         );
     }
     let rejected = s.rejected();

@@ -1,0 +1,27 @@
+//! The short variants of the fuzz targets, for CI: every target on seeded inputs, and the
+//! mutator's inputs differ from the corpus and from each other.
+
+use clasp_fuzz::{Mutator, TARGETS, run};
+
+#[test]
+fn every_target_takes_seeded_inputs_without_a_crash() {
+    for t in TARGETS {
+        assert_eq!(run(t, 2_000, 7), 2_000, "{}", t.name);
+    }
+}
+
+#[test]
+fn the_mutator_makes_new_inputs_from_the_corpus() {
+    let corpus = vec![b"[pipeline]\nname = \"x\"\n".to_vec()];
+    let mut m = Mutator::new(3, corpus.clone());
+    let mut seen = std::collections::HashSet::new();
+    let mut unchanged = 0;
+    let mut input = Vec::new();
+    for _ in 0..1000 {
+        m.next_input(&mut input);
+        unchanged += usize::from(input == corpus[0]);
+        seen.insert(input.clone());
+    }
+    assert!(seen.len() > 900, "{} distinct inputs", seen.len());
+    assert!(unchanged < 100, "{unchanged} inputs equal the example");
+}
