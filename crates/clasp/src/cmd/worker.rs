@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(long, default_value = "127.0.0.1:0", help_heading = "Worker")]
     pub listen: String,
     /// The cluster secret and TLS.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Security")]
     pub security: super::security::SecurityArgs,
 }
 
