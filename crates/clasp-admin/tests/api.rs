@@ -131,10 +131,12 @@ fn operators_add_up_to_the_summary() {
         .filter(|r| r["operator"] == "split")
         .map(|r| r["requests_out"].as_u64().unwrap())
         .sum();
-    assert_eq!(
-        split_out, d.out.summary.operators[1].processed,
-        "split's chained requests are count's"
-    );
+    // A migration re-routes queued requests, splitting a batch whose keys now have several
+    // owners: count may run more requests than split sent, but never fewer, and every record
+    // split emitted is one count received.
+    let (split, count) = (&d.out.summary.operators[0], &d.out.summary.operators[1]);
+    assert!(split_out > 0 && split_out <= count.processed, "split sent {split_out}: {count:?}");
+    assert_eq!(split.emitted, count.records, "split's records are count's");
 }
 
 #[test]

@@ -29,6 +29,9 @@ impl Emitter for Counting {
     fn emit_to(&mut self, _port: usize, key: &[u8], value: &[u8]) {
         self.emit(key, value);
     }
+    fn emit_timed(&mut self, _port: Option<usize>, _time: u64, key: &[u8], value: &[u8]) {
+        self.emit(key, value);
+    }
 }
 
 fn batches(mut next_line: impl FnMut(&mut Vec<u8>)) -> (Vec<Batch>, u64) {
@@ -61,7 +64,7 @@ fn run_dyn(op: &dyn DynOperator, batches: &[Batch]) -> usize {
     let mut out = Counting::default();
     let mut rejects = Rejections::default();
     for b in batches {
-        op.process(b, 0, &*store, &mut out, &mut rejects);
+        op.process(b, 0, None, &*store, &mut out, &mut rejects);
     }
     assert_eq!(rejects.total(), 0, "generated lines were rejected");
     out.bytes

@@ -10,12 +10,14 @@
 //! - `aa.join_campaign` (stateful by ad; params `campaigns`, `ads_per_campaign`): looks the
 //!   ad up in the ad → campaign table and keeps the answer in state, as YSB's engines cache
 //!   their Redis lookups; emits key `campaign_id`, value `event_time`. Unknown ads are rejected.
-//! - `aa.campaign_count` (stateful by campaign; params `window_ms`, default 10 000, and
-//!   `lateness_ms`, default `window_ms`): counts events per campaign in tumbling event-time
-//!   windows. A window `[s, s + window_ms)` is emitted as `s,count` once the campaign has seen
-//!   an event at or after `s + window_ms + lateness_ms`, and then dropped; events for an
-//!   already emitted window are counted as `late` in the state. Windows still open at the end
-//!   of the input are in the final state.
+//! - `aa.campaign_count` (stateful by campaign; param `window_ms`, default 10 000): counts
+//!   events per campaign in tumbling event-time windows. A window `[s, s + window_ms)` is
+//!   emitted as `s,count` by an event-time timer once the watermark passes its end (plus the
+//!   operator's `allowed_lateness`), and then dropped, whether or not the campaign sees
+//!   another event. Events later than that are counted as `late` by the runtime.
+//!
+//! The source reads each event's `event_time` as its event time (`aa.time`); the maps, the
+//! filter and the join pass it on.
 //!
 //! The default window is YSB's own: the benchmark's `time_divisor` is 10 s, and its latency
 //! metric is defined relative to the end of 10 s windows, so results stay comparable to
@@ -24,6 +26,7 @@
 use crate::json::{Member, Object, Scalar, Text, scalar};
 use crate::text::{Buf, Params, fields, parse_u64};
 use clasp_core::rng::{SeededRng, independent_stream};
+use clasp_core::time::{Timer, TimerUse};
 use clasp_core::{Batch, Context, Operator, Registry};
 use rand::{Rng, RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -135,9 +138,9 @@ impl Operator for Deserialize_ {
     type State = ();
     fn process(&self, input: &Batch, ctx: &mut Context<'_, ()>) {
         let mut out = Buf::new();
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             match deserialize(r.value, &mut out) {
-                Ok(()) => ctx.emit(r.key, out.get().unwrap_or_default()),
+                Ok(()) => ctx.emit_with(time, r.key, out.get().unwrap_or_default()),
                 Err(reason) => ctx.reject(reason),
             }
         }
@@ -175,9 +178,9 @@ pub struct FilterViews;
 impl Operator for FilterViews {
     type State = ();
     fn process(&self, input: &Batch, ctx: &mut Context<'_, ()>) {
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             match fields::<7>(r.value, b'\t') {
-                Some(f) if f[4] == b"view" => ctx.emit(r.key, r.value),
+                Some(f) if f[4] == b"view" => ctx.emit_with(time, r.key, r.value),
                 Some(_) => {}
                 None => ctx.reject("wrong field count"),
             }
@@ -192,9 +195,9 @@ pub struct Projection;
 impl Operator for Projection {
     type State = ();
     fn process(&self, input: &Batch, ctx: &mut Context<'_, ()>) {
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             match fields::<7>(r.value, b'\t') {
-                Some(f) => ctx.emit(f[2], f[5]),
+                Some(f) => ctx.emit_with(time, f[2], f[5]),
                 None => ctx.reject("wrong field count"),
             }
         }
@@ -224,17 +227,17 @@ impl Operator for JoinCampaign {
     type State = String;
     fn process(&self, input: &Batch, ctx: &mut Context<'_, String>) {
         let mut campaign_id = Buf::new();
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             if let Some(campaign) = ctx.existing_state(r) {
                 // Copied out: the state borrow must end before emitting.
                 campaign_id.clear();
                 campaign_id.put(campaign.as_bytes());
-                ctx.emit(campaign_id.get().unwrap_or_default(), r.value);
+                ctx.emit_with(time, campaign_id.get().unwrap_or_default(), r.value);
                 continue;
             }
             match self.table.get(r.key) {
                 Some(campaign) => {
-                    ctx.emit(campaign.as_bytes(), r.value);
+                    ctx.emit_with(time, campaign.as_bytes(), r.value);
                     *ctx.state(r) = campaign.to_string();
                 }
                 None => ctx.reject("unknown ad"),
@@ -248,29 +251,20 @@ impl Operator for JoinCampaign {
 pub struct CampaignWindows {
     /// `(window start ms, events)`, ascending by start.
     pub windows: Vec<(u64, u64)>,
-    /// The latest event time seen.
-    pub watermark: u64,
-    /// Events that arrived after their window was emitted.
-    pub late: u64,
 }
 
 /// `aa.campaign_count`.
 #[derive(Clone, Copy, Debug)]
 pub struct CampaignCount {
     window_ms: u64,
-    lateness_ms: u64,
-}
-
-impl CampaignCount {
-    fn closes_by(&self, start: u64) -> u64 {
-        start + self.window_ms + self.lateness_ms
-    }
 }
 
 impl Operator for CampaignCount {
     type State = CampaignWindows;
+    fn timers(&self) -> TimerUse {
+        TimerUse::EVENT
+    }
     fn process(&self, input: &Batch, ctx: &mut Context<'_, CampaignWindows>) {
-        let mut out = Buf::new();
         for r in input.iter() {
             let Some(t) = parse_u64(r.value) else {
                 ctx.reject("non-numeric event_time");
@@ -278,35 +272,46 @@ impl Operator for CampaignCount {
             };
             let start = t - t % self.window_ms;
             let s = ctx.state(r);
-            if self.closes_by(start) <= s.watermark {
-                s.late += 1;
-                continue;
-            }
             match s.windows.binary_search_by_key(&start, |w| w.0) {
                 Ok(i) => s.windows[i].1 += 1,
-                Err(i) => s.windows.insert(i, (start, 1)),
-            }
-            s.watermark = s.watermark.max(t);
-            // Emit every window the new watermark closes, oldest first.
-            loop {
-                let s = ctx.state(r);
-                let Some(&(start, count)) =
-                    s.windows.first().filter(|w| self.closes_by(w.0) <= s.watermark)
-                else {
-                    break;
-                };
-                s.windows.remove(0);
-                out.clear();
-                out.u64(start).byte(b',').u64(count);
-                ctx.emit(r.key, out.get().unwrap_or_default());
+                Err(i) => {
+                    s.windows.insert(i, (start, 1));
+                    ctx.set_event_timer(r, start + self.window_ms - 1);
+                }
             }
         }
     }
+    fn on_timer(&self, timer: Timer<'_>, ctx: &mut Context<'_, CampaignWindows>) {
+        let r = timer.record();
+        let start = timer.time + 1 - self.window_ms;
+        let Some(s) = ctx.existing_state(r) else { return };
+        let Ok(i) = s.windows.binary_search_by_key(&start, |w| w.0) else { return };
+        let (_, count) = s.windows.remove(i);
+        let empty = s.windows.is_empty();
+        let mut out = Buf::new();
+        out.u64(start).byte(b',').u64(count);
+        ctx.emit_at(timer.time, r.key, out.get().unwrap_or_default());
+        if empty {
+            ctx.remove_state(r);
+        }
+    }
+}
+
+/// An event's `event_time` (a number or a string of digits), read from its JSON line without
+/// parsing the rest; `None` when absent or not a number (the deserializer then rejects it).
+pub fn event_time(line: &[u8]) -> Option<u64> {
+    const NAME: &[u8] = b"\"event_time\"";
+    let at = line.windows(NAME.len()).position(|w| w == NAME)? + NAME.len();
+    let rest = line[at..].trim_ascii_start().strip_prefix(b":")?.trim_ascii_start();
+    let rest = rest.strip_prefix(b"\"").unwrap_or(rest);
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    parse_u64(&rest[..digits])
 }
 
 /// Registers the AA functions.
 pub fn register(r: &mut Registry) {
     use clasp_core::operator::erase;
+    r.register_event_time("aa.time", event_time);
     r.register_operator("aa.deserialize", Deserialize_);
     r.register_operator("aa.filter_views", FilterViews);
     r.register_operator("aa.projection", Projection);
@@ -317,10 +322,9 @@ pub fn register(r: &mut Registry) {
         Ok(erase(JoinCampaign::new(&catalog(c, a))))
     });
     r.register("aa.campaign_count", |spec| {
-        let p = Params::new(spec, &["window_ms", "lateness_ms"])?;
+        let p = Params::new(spec, &["window_ms"])?;
         let window_ms = p.positive("window_ms", 10_000)?;
-        let lateness_ms = p.unsigned("lateness_ms", window_ms)?;
-        Ok(erase(CampaignCount { window_ms, lateness_ms }))
+        Ok(erase(CampaignCount { window_ms }))
     });
 }
 
@@ -374,8 +378,6 @@ impl Generator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clasp_core::operator::{CollectingEmitter, Rejections};
-    use clasp_core::state::KeyedStore;
 
     #[test]
     fn deserialize_accepts_ysb_and_rejects_bad_events() {
@@ -408,27 +410,62 @@ mod tests {
     }
 
     #[test]
-    fn windows_close_after_lateness_and_late_events_are_counted() {
-        let op = CampaignCount { window_ms: 10, lateness_ms: 5 };
-        let store = KeyedStore::new(2);
-        let b: Batch = ["1", "9", "12", "14", "15", "3", "31", "19"]
-            .iter()
-            .map(|t| (&b"c"[..], t.as_bytes()))
-            .collect();
-        let mut out = CollectingEmitter::default();
-        let mut rej = Rejections::default();
-        op.process(&b, &mut Context::new(&store, &mut out, 0, &mut rej));
-        let got: Vec<String> =
-            out.records.iter().map(|r| String::from_utf8(r.2.clone()).unwrap()).collect();
-        // 15 closes [0,10) (10 + 5 <= 15); 3 is then late; 31 closes [10,20); 19 is late.
-        assert_eq!(got, ["0,2", "10,3"]);
-        let mut dump = Vec::new();
-        clasp_core::state::StateStore::dump_json(&store, "c", &mut dump).unwrap();
-        assert!(
-            String::from_utf8(dump)
-                .unwrap()
-                .contains(r#""windows":[[30,1]],"watermark":31,"late":2"#)
+    fn windows_close_by_the_watermark_and_late_events_are_counted() {
+        use clasp_core::local::{LocalDriver, LocalOptions};
+        let spec = r#"
+[[source]]
+name = "times"
+key_field = 0
+event_time = "t"
+out_of_orderness = 4
+[[operator]]
+name = "campaign"
+function = "count"
+stateful = true
+key = "campaign"
+[[sink]]
+name = "out"
+[[stream]]
+from = "times"
+to = "campaign"
+[[stream]]
+from = "campaign"
+to = "out"
+"#;
+        let p = clasp_core::spec::parse(spec, "t.toml").unwrap();
+        let mut reg = Registry::new();
+        reg.register_operator("count", CampaignCount { window_ms: 10 });
+        reg.register_event_time("t", parse_u64);
+        let opts = LocalOptions { batch_size: 2, key_groups: 2 };
+        let mut d = LocalDriver::new(&p, &reg, opts).unwrap();
+        // Batches of 2, each entering under the watermark (largest time − 4 − 1) left by the
+        // ones before: after [12, 15] it is 10, which closes [0,10); "3" then enters under it
+        // and is late; after [31, 30] it is 26, which closes [10,20); "12" is then late;
+        // [30,40) closes at the end of the input.
+        for t in ["1", "9", "12", "15", "3", "14", "31", "30", "12", "32"] {
+            d.push(clasp_core::SourceId(0), b"c", t.as_bytes());
+        }
+        d.flush();
+        let emitted = |d: &LocalDriver| -> Vec<String> {
+            d.sink_records_named("out")
+                .iter()
+                .map(|r| String::from_utf8_lossy(r.value).into())
+                .collect()
+        };
+        assert_eq!(emitted(&d), ["0,2", "10,3"], "closed by the watermark alone");
+        d.finish();
+        assert_eq!(emitted(&d), ["0,2", "10,3", "30,3"]);
+        assert_eq!(
+            d.stats(clasp_core::OperatorId(0)).rejections.count(clasp_core::operator::LATE),
+            2
         );
+        assert_eq!(d.store(clasp_core::OperatorId(0)).key_count(), 0, "no window left open");
+        assert_eq!(
+            event_time(br#"{"a":"x","event_time": "1500000000123","b":1}"#),
+            Some(1_500_000_000_123)
+        );
+        assert_eq!(event_time(br#"{"event_time":42}"#), Some(42));
+        assert_eq!(event_time(br#"{"event_time":"x"}"#), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! public formats as the real data sets, so one loader reads both.
 
 use crate::error::AppError;
-use clasp_core::input::{LineSource, SourcePosition, cannot_seek};
+use clasp_core::input::LineSource;
 use std::io::{self, BufRead, Write};
 
 /// The lines generated or loaded for one source: `(source name, lines)`.
@@ -35,16 +35,9 @@ impl std::fmt::Debug for SourceDef {
 }
 
 impl SourceDef {
-    /// A generator of `count` lines for `seed`, replayable from any record index (it starts
-    /// again from its seed and skips what came before).
+    /// A generator of `count` lines for `seed`.
     pub fn generator(&self, count: u64, seed: u64) -> Box<dyn LineSource> {
-        Box::new(Replayable {
-            make: self.make,
-            count,
-            seed,
-            read: 0,
-            inner: (self.make)(count, seed),
-        })
+        (self.make)(count, seed)
     }
 
     /// Writes `count` generated lines for `seed`, one per line, to `out`.
@@ -90,45 +83,6 @@ pub fn for_each_line(mut reader: impl BufRead, mut f: impl FnMut(&[u8])) -> io::
         }
         f(&line);
         n += 1;
-    }
-}
-
-/// A seeded generator that can go back to a record index: generators are deterministic in
-/// their seed, so record `n` is the `n`-th line of a fresh generator.
-struct Replayable {
-    make: fn(u64, u64) -> Box<dyn LineSource>,
-    count: u64,
-    seed: u64,
-    read: u64,
-    inner: Box<dyn LineSource>,
-}
-
-impl LineSource for Replayable {
-    fn next_line(&mut self, line: &mut Vec<u8>) -> io::Result<bool> {
-        let more = self.inner.next_line(line)?;
-        self.read += u64::from(more);
-        Ok(more)
-    }
-
-    fn position(&self) -> Option<SourcePosition> {
-        Some(SourcePosition::Records(self.read))
-    }
-
-    fn seek(&mut self, to: SourcePosition) -> io::Result<()> {
-        let SourcePosition::Records(n) = to else { return Err(cannot_seek("a generator", to)) };
-        if n > self.count {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("record {n} is past the generator's {} records", self.count),
-            ));
-        }
-        if n < self.read {
-            self.inner = (self.make)(self.count, self.seed);
-            self.read = 0;
-        }
-        let mut skipped = Vec::new();
-        while self.read < n && self.next_line(&mut skipped)? {}
-        Ok(())
     }
 }
 
@@ -290,31 +244,6 @@ mod tests {
         }
         for app in crate::APPS {
             assert!(!sources_of(app).is_empty(), "{app}");
-        }
-    }
-
-    #[test]
-    fn every_generator_replays_from_any_record_index() {
-        for def in sources() {
-            let mut full = def.generator(200, 5);
-            let mut all = Vec::new();
-            let mut line = Vec::new();
-            while full.next_line(&mut line).unwrap() {
-                all.push(line.clone());
-            }
-            assert_eq!(full.position(), Some(SourcePosition::Records(all.len() as u64)));
-            for at in [0, 1, all.len() / 2, all.len()] {
-                let mut g = def.generator(200, 5);
-                g.seek(SourcePosition::Records(all.len() as u64)).unwrap();
-                g.seek(SourcePosition::Records(at as u64)).unwrap();
-                let mut rest = Vec::new();
-                while g.next_line(&mut line).unwrap() {
-                    rest.push(line.clone());
-                }
-                assert_eq!(rest, all[at..], "{} from {at}", def.app);
-            }
-            assert!(def.generator(200, 5).seek(SourcePosition::Records(201)).is_err());
-            assert!(def.generator(200, 5).seek(SourcePosition::Bytes(0)).is_err());
         }
     }
 

@@ -16,15 +16,19 @@
 //!   success and the failure flag have arrived, in whichever order.
 //!
 //! The two branches are 2 and 5 operators long, so which of a success and a failure flag
-//! reaches the join first is a race in any parallel run; pairing them per day (rather than
-//! by arrival) makes the result independent of scheduling. Per-day state is kept for the
-//! `days_kept` (default 3) most recent days of each host, so that records of the previous day
-//! still in flight are counted, while the state stays bounded; records of an older day are
-//! counted as `late`.
+//! reaches the join first is a race in any parallel run, and with many chains in flight the
+//! short branch runs days ahead of the long one; pairing them per day (rather than by
+//! arrival) makes the result independent of scheduling. The day is the event time (the
+//! source reads it with `nwm.day`; the maps and filters pass it on), and the stateful
+//! operators close a host's day with an event-time timer: the day's state stays open until
+//! the watermark passes it, so every login of the day is counted however far one branch runs
+//! ahead, and then only the `days_kept` (default 3) most recent closed days of each host stay
+//! in state. Logins later than the source's `out_of_orderness` are counted as `late`.
 
-use crate::text::{Buf, Params, emit_or_reject, fields, parse_u64, trim};
+use crate::text::{Buf, Params, emit_or_reject_with, fields, parse_u64, trim};
 use clasp_core::rng::{SeededRng, independent_stream};
-use clasp_core::{Batch, Context, Operator, Registry};
+use clasp_core::time::{Timer, TimerUse};
+use clasp_core::{Batch, Context, Operator, Record, Registry};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
@@ -35,37 +39,57 @@ pub const LOGINS_PER_HOST_DAY: u64 = 5;
 /// Share of failed logins.
 pub const FAILURE_RATE: f64 = 0.9;
 
-/// Per-day values of one host for its most recent days.
+/// Per-day values of one host: its open days and its most recent closed ones.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DayLog<T> {
     /// `(day, value)`, ascending by day.
     pub days: Vec<(u32, T)>,
-    /// Records that arrived for a day older than every kept one.
-    pub late: u64,
 }
 
 impl<T: Default> DayLog<T> {
-    /// The value of `day`, created when new; `None` when the day is too old to keep
-    /// (counted as late). Keeps at most `keep` days, dropping the oldest.
-    pub fn day(&mut self, day: u32, keep: usize) -> Option<&mut T> {
-        let i = match self.days.binary_search_by_key(&day, |d| d.0) {
-            Ok(i) => i,
-            Err(0) if self.days.len() >= keep => {
-                self.late += 1;
-                return None;
-            }
+    /// The value of `day`, created when new (then `.1` is true: the day needs its timer).
+    pub fn day(&mut self, day: u32) -> (&mut T, bool) {
+        match self.days.binary_search_by_key(&day, |d| d.0) {
+            Ok(i) => (&mut self.days[i].1, false),
             Err(i) => {
                 self.days.insert(i, (day, T::default()));
-                if self.days.len() > keep {
-                    self.days.remove(0);
-                    i - 1
-                } else {
-                    i
-                }
+                (&mut self.days[i].1, true)
             }
-        };
-        Some(&mut self.days[i].1)
+        }
     }
+
+    /// Day `day` closed (the watermark passed it): forgets the oldest days while more than
+    /// `keep` are kept and the oldest is closed.
+    pub fn close(&mut self, day: u32, keep: usize) {
+        let closed = self.days.iter().take_while(|d| d.0 <= day).count();
+        let drop = closed.min(self.days.len().saturating_sub(keep));
+        self.days.drain(..drop);
+    }
+}
+
+/// The day of `r` as a new entry of a day log: sets the timer that closes it.
+fn open_day<S: clasp_core::state::StateValue>(ctx: &mut Context<'_, S>, r: Record<'_>, day: u32) {
+    ctx.set_event_timer(r, u64::from(day));
+}
+
+/// Closes the day of `timer` in the log of its host.
+fn close_day<T: Default + clasp_core::state::StateValue>(
+    timer: Timer<'_>,
+    ctx: &mut Context<'_, DayLog<T>>,
+    keep: usize,
+) where
+    DayLog<T>: clasp_core::state::StateValue,
+{
+    let day = u32::try_from(timer.time).unwrap_or(u32::MAX);
+    if let Some(log) = ctx.existing_state(timer.record()) {
+        log.close(day, keep);
+    }
+}
+
+/// A login line's day, as its event time.
+pub fn login_day(line: &[u8]) -> Option<u64> {
+    let day = line.split(|c| *c == b',').next()?;
+    parse_day(trim(day)).map(u64::from)
 }
 
 fn parse_day(b: &[u8]) -> Option<u32> {
@@ -80,7 +104,7 @@ impl Operator for Parse {
     type State = ();
     fn process(&self, input: &Batch, ctx: &mut Context<'_, ()>) {
         let mut out = Buf::new();
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             let Some([day, host, user, outcome]) = fields::<4>(r.value, b',') else {
                 ctx.reject("wrong field count");
                 continue;
@@ -100,7 +124,7 @@ impl Operator for Parse {
             }
             out.clear();
             out.put(day).byte(b',').put(host).byte(b',').put(user).byte(b',').put(outcome);
-            emit_or_reject(ctx, host, out.get());
+            emit_or_reject_with(ctx, time, host, out.get());
         }
     }
 }
@@ -112,8 +136,8 @@ pub struct Split;
 impl Operator for Split {
     type State = ();
     fn process(&self, input: &Batch, ctx: &mut Context<'_, ()>) {
-        for r in input.iter() {
-            ctx.emit(r.key, r.value);
+        for (r, time) in input.iter_timed() {
+            ctx.emit_with(time, r.key, r.value);
         }
     }
 }
@@ -127,9 +151,9 @@ pub struct OutcomeFilter {
 impl Operator for OutcomeFilter {
     type State = ();
     fn process(&self, input: &Batch, ctx: &mut Context<'_, ()>) {
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             match fields::<4>(r.value, b',') {
-                Some(f) if f[3] == self.outcome => ctx.emit(r.key, r.value),
+                Some(f) if f[3] == self.outcome => ctx.emit_with(time, r.key, r.value),
                 Some(_) => {}
                 None => ctx.reject("wrong field count"),
             }
@@ -147,7 +171,7 @@ impl Operator for BranchParse {
     type State = ();
     fn process(&self, input: &Batch, ctx: &mut Context<'_, ()>) {
         let mut out = Buf::new();
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             let Some([day, _, user, _]) = fields::<4>(r.value, b',') else {
                 ctx.reject("wrong field count");
                 continue;
@@ -157,7 +181,7 @@ impl Operator for BranchParse {
             if self.with_user {
                 out.byte(b',').put(user);
             }
-            ctx.emit(r.key, out.get().unwrap_or_default());
+            ctx.emit_with(time, r.key, out.get().unwrap_or_default());
         }
     }
 }
@@ -176,20 +200,29 @@ pub struct DailyFailures {
 impl Operator for DailyFailures {
     /// Failures per day.
     type State = DayLog<u32>;
+    fn timers(&self) -> TimerUse {
+        TimerUse::EVENT
+    }
     fn process(&self, input: &Batch, ctx: &mut Context<'_, DayLog<u32>>) {
         let mut out = Buf::new();
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             let Some(day) = record_day(r.value) else {
                 ctx.reject("non-numeric day");
                 continue;
             };
-            let Some(count) = ctx.state(r).day(day, self.keep) else { continue };
+            let (count, new) = ctx.state(r).day(day);
             *count += 1;
             let count = *count;
+            if new {
+                open_day(ctx, r, day);
+            }
             out.clear();
             out.u64(day.into()).byte(b',').u64(count.into());
-            ctx.emit(r.key, out.get().unwrap_or_default());
+            ctx.emit_with(time, r.key, out.get().unwrap_or_default());
         }
+    }
+    fn on_timer(&self, timer: Timer<'_>, ctx: &mut Context<'_, DayLog<u32>>) {
+        close_day(timer, ctx, self.keep);
     }
 }
 
@@ -202,9 +235,9 @@ pub struct Threshold {
 impl Operator for Threshold {
     type State = ();
     fn process(&self, input: &Batch, ctx: &mut Context<'_, ()>) {
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             match fields::<2>(r.value, b',').and_then(|[_, c]| parse_u64(c)) {
-                Some(c) if c >= self.min => ctx.emit(r.key, r.value),
+                Some(c) if c >= self.min => ctx.emit_with(time, r.key, r.value),
                 Some(_) => {}
                 None => ctx.reject("bad failure count"),
             }
@@ -221,21 +254,30 @@ pub struct FirstOfDay {
 impl Operator for FirstOfDay {
     /// Whether the day was already flagged.
     type State = DayLog<bool>;
+    fn timers(&self) -> TimerUse {
+        TimerUse::EVENT
+    }
     fn process(&self, input: &Batch, ctx: &mut Context<'_, DayLog<bool>>) {
         let mut out = Buf::new();
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             let Some(day) = record_day(r.value) else {
                 ctx.reject("non-numeric day");
                 continue;
             };
-            let Some(flagged) = ctx.state(r).day(day, self.keep) else { continue };
-            if !*flagged {
-                *flagged = true;
+            let (flagged, new) = ctx.state(r).day(day);
+            let first = !std::mem::replace(flagged, true);
+            if new {
+                open_day(ctx, r, day);
+            }
+            if first {
                 out.clear();
                 out.u64(day.into());
-                ctx.emit(r.key, out.get().unwrap_or_default());
+                ctx.emit_with(time, r.key, out.get().unwrap_or_default());
             }
         }
+    }
+    fn on_timer(&self, timer: Timer<'_>, ctx: &mut Context<'_, DayLog<bool>>) {
+        close_day(timer, ctx, self.keep);
     }
 }
 
@@ -258,27 +300,37 @@ pub struct Join {
 
 impl Operator for Join {
     type State = DayLog<Pairing>;
+    fn timers(&self) -> TimerUse {
+        TimerUse::EVENT
+    }
     fn process(&self, input: &Batch, ctx: &mut Context<'_, DayLog<Pairing>>) {
         let mut out = Buf::new();
         let from_success = ctx.input_port() == 0;
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             let Some(day) = record_day(r.value) else {
                 ctx.reject("non-numeric day");
                 continue;
             };
-            let Some(p) = ctx.state(r).day(day, self.keep) else { continue };
+            let (p, new) = ctx.state(r).day(day);
             if from_success {
                 p.success = true;
             } else {
                 p.flagged = true;
             }
-            if p.success && p.flagged && !p.locked {
-                p.locked = true;
+            let lock = p.success && p.flagged && !p.locked;
+            p.locked |= lock;
+            if new {
+                open_day(ctx, r, day);
+            }
+            if lock {
                 out.clear();
                 out.u64(day.into());
-                ctx.emit(r.key, out.get().unwrap_or_default());
+                ctx.emit_with(time, r.key, out.get().unwrap_or_default());
             }
         }
+    }
+    fn on_timer(&self, timer: Timer<'_>, ctx: &mut Context<'_, DayLog<Pairing>>) {
+        close_day(timer, ctx, self.keep);
     }
 }
 
@@ -289,6 +341,7 @@ fn days_kept(p: &Params<'_>) -> Result<usize, String> {
 /// Registers the NWM functions.
 pub fn register(r: &mut Registry) {
     use clasp_core::operator::erase;
+    r.register_event_time("nwm.day", login_day);
     r.register_operator("nwm.parse", Parse);
     r.register_operator("nwm.split", Split);
     r.register_operator("nwm.success_filter", OutcomeFilter { outcome: b"success" });
@@ -359,17 +412,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn day_log_keeps_recent_days_and_counts_late_ones() {
+    fn day_log_keeps_open_days_and_the_last_closed_ones() {
         let mut log = DayLog::<u32>::default();
-        *log.day(5, 2).unwrap() += 1;
-        *log.day(7, 2).unwrap() += 1;
-        *log.day(5, 2).unwrap() += 1;
-        *log.day(6, 2).unwrap() += 1; // evicts day 5
+        for (day, new) in [(5, true), (7, true), (5, false), (6, true), (4, true)] {
+            let (n, created) = log.day(day);
+            *n += 1;
+            assert_eq!(created, new, "day {day}");
+        }
+        assert_eq!(log.days, vec![(4, 1), (5, 2), (6, 1), (7, 1)]);
+        log.close(4, 2);
+        assert_eq!(log.days, vec![(5, 2), (6, 1), (7, 1)], "day 4 closed and beyond 2");
+        log.close(5, 2);
         assert_eq!(log.days, vec![(6, 1), (7, 1)]);
-        assert!(log.day(4, 2).is_none());
-        assert_eq!(log.late, 1);
-        *log.day(9, 2).unwrap() += 3;
-        assert_eq!(log.days, vec![(7, 1), (9, 3)]);
+        log.close(9, 2);
+        assert_eq!(log.days, vec![(6, 1), (7, 1)], "the last 2 stay");
+        assert_eq!(login_day(b" 12,host0001,user03,success"), Some(12));
+        assert_eq!(login_day(b"x,host0001"), None);
     }
 
     #[test]

@@ -117,7 +117,8 @@ fn collect(mut g: Box<dyn LineSource>) -> Vec<Vec<u8>> {
 }
 
 /// Feeds per-source lines into `driver` (keys from each source's format), interleaved in
-/// proportion to the sources' lengths, and flushes.
+/// proportion to the sources' lengths, then ends the input ([`LocalDriver::finish`]: every
+/// pending timer fires, as at the end of a run).
 pub fn feed_lines(driver: &mut LocalDriver, lines: &[SourceLines]) -> Result<u64, AppError> {
     let app = driver.pipeline().name.clone();
     let mut plan = Vec::new();
@@ -147,7 +148,7 @@ pub fn feed_lines(driver: &mut LocalDriver, lines: &[SourceLines]) -> Result<u64
         *pos += 1;
         fed += 1;
     }
-    driver.flush();
+    driver.finish();
     Ok(fed)
 }
 

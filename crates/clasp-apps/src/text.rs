@@ -234,8 +234,18 @@ impl std::io::Write for Buf {
 /// (`value` is `None`).
 #[inline]
 pub fn emit_or_reject<S: StateValue>(ctx: &mut Context<'_, S>, key: &[u8], value: Option<&[u8]>) {
+    emit_or_reject_with(ctx, None, key, value);
+}
+
+/// [`emit_or_reject`] with the event time of the input record, if it had one.
+pub fn emit_or_reject_with<S: StateValue>(
+    ctx: &mut Context<'_, S>,
+    time: Option<u64>,
+    key: &[u8],
+    value: Option<&[u8]>,
+) {
     match value {
-        Some(v) => ctx.emit(key, v),
+        Some(v) => ctx.emit_with(time, key, v),
         None => ctx.reject("record too long"),
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! A batch stores its records back to back in one byte buffer with a small index, so that
 //! building, routing and shipping a batch costs no allocation per record once the buffers have
-//! grown. Each record is a key (what keyed state and routing use) and a value (the payload).
+//! grown. Each record is a key (what keyed state and routing use) and a value (the payload),
+//! and may carry an event time: a batch holds times only once one of its records has one, so
+//! batches of untimed records (most of them) cost nothing for the feature.
 
 use crate::hash::key_hash;
 use serde::de::{SeqAccess, Visitor};
@@ -27,11 +29,16 @@ pub struct Record<'a> {
     pub hash: u64,
 }
 
+/// The stored time of a record without one, in a batch whose other records have times.
+const NO_TIME: u64 = u64::MAX;
+
 /// A sequence of records in one contiguous buffer.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Batch {
     bytes: Vec<u8>,
     meta: Vec<Meta>,
+    /// Event time per record ([`NO_TIME`] for none), or empty when no record has one.
+    times: Vec<u64>,
 }
 
 impl Batch {
@@ -42,7 +49,11 @@ impl Batch {
 
     /// An empty batch with room for `records` records of `bytes` bytes in all.
     pub fn with_capacity(records: usize, bytes: usize) -> Self {
-        Self { bytes: Vec::with_capacity(bytes), meta: Vec::with_capacity(records) }
+        Self {
+            bytes: Vec::with_capacity(bytes),
+            meta: Vec::with_capacity(records),
+            times: Vec::new(),
+        }
     }
 
     /// Appends a record, hashing its key.
@@ -58,12 +69,72 @@ impl Batch {
         let key_end = self.bytes.len() as u32;
         self.bytes.extend_from_slice(value);
         self.meta.push(Meta { key_end, end: self.bytes.len() as u32, hash });
+        if !self.times.is_empty() {
+            self.times.push(NO_TIME);
+        }
     }
 
-    /// Appends a record of another batch.
+    /// Appends a record with event time `time` (`None`: without one), hashing its key.
+    #[inline]
+    pub fn push_timed(&mut self, key: &[u8], value: &[u8], time: Option<u64>) {
+        self.push_hashed_timed(key_hash(key), key, value, time);
+    }
+
+    /// Appends a record whose key hash is known, with event time `time` (`None`: without one).
+    #[inline]
+    pub fn push_hashed_timed(&mut self, hash: u64, key: &[u8], value: &[u8], time: Option<u64>) {
+        self.push_hashed(hash, key, value);
+        if let Some(t) = time {
+            self.set_last_time(t.min(NO_TIME - 1));
+        }
+    }
+
+    #[cold]
+    fn start_times(&mut self) {
+        self.times.resize(self.meta.len(), NO_TIME);
+    }
+
+    fn set_last_time(&mut self, t: u64) {
+        if self.times.is_empty() {
+            self.start_times();
+        }
+        if let Some(last) = self.times.last_mut() {
+            *last = t;
+        }
+    }
+
+    /// Appends a record of another batch, without its event time (see [`Batch::push_from`]).
     #[inline]
     pub fn push_record(&mut self, r: Record<'_>) {
         self.push_hashed(r.hash, r.key, r.value);
+    }
+
+    /// Appends record `i` of `other`, with its event time.
+    #[inline]
+    pub fn push_from(&mut self, other: &Batch, i: usize) {
+        self.push_hashed_timed(
+            other.meta[i].hash,
+            other.get(i).key,
+            other.get(i).value,
+            other.time(i),
+        );
+    }
+
+    /// The event time of record `i`, if it has one.
+    #[inline]
+    pub fn time(&self, i: usize) -> Option<u64> {
+        self.times.get(i).copied().filter(|t| *t != NO_TIME)
+    }
+
+    /// Whether any record has an event time.
+    #[inline]
+    pub fn is_timed(&self) -> bool {
+        !self.times.is_empty()
+    }
+
+    /// The records in order, with their event times.
+    pub fn iter_timed(&self) -> impl ExactSizeIterator<Item = (Record<'_>, Option<u64>)> + '_ {
+        self.iter().enumerate().map(|(i, r)| (r, self.time(i)))
     }
 
     /// Number of records.
@@ -87,6 +158,7 @@ impl Batch {
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.meta.clear();
+        self.times.clear();
     }
 
     /// Record `i`.
@@ -126,12 +198,25 @@ impl<'a> FromIterator<(&'a [u8], &'a [u8])> for Batch {
     }
 }
 
-/// On the wire a batch is a sequence of `(key, value)` byte strings; hashes are recomputed on
+/// On the wire a batch is a sequence of `(key, value)` byte strings followed by the event times
+/// (none, or one per record, `u64::MAX` for a record without one); hashes are recomputed on
 /// arrival, which is cheaper than shipping them.
 impl Serialize for Batch {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.len()))?;
-        for r in self.iter() {
+        use serde::ser::SerializeTuple;
+        let mut t = s.serialize_tuple(2)?;
+        t.serialize_element(&Records(self))?;
+        t.serialize_element(&self.times)?;
+        t.end()
+    }
+}
+
+struct Records<'a>(&'a Batch);
+
+impl Serialize for Records<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for r in self.0.iter() {
             seq.serialize_element(&(serde_bytes_ref(r.key), serde_bytes_ref(r.value)))?;
         }
         seq.end()
@@ -157,16 +242,48 @@ impl<'de> Deserialize<'de> for Batch {
         impl<'de> Visitor<'de> for BatchVisitor {
             type Value = Batch;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a sequence of (key, value) byte strings")
+                f.write_str("records and their event times")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Batch, A::Error> {
+                use serde::de::Error;
+                let RecordsOnly(mut b) =
+                    seq.next_element()?.ok_or_else(|| A::Error::invalid_length(0, &self))?;
+                let times: Vec<u64> =
+                    seq.next_element()?.ok_or_else(|| A::Error::invalid_length(1, &self))?;
+                if !times.is_empty() && times.len() != b.len() {
+                    return Err(A::Error::custom(format_args!(
+                        "a batch of {} records carries {} event times (0 or one per record)",
+                        b.len(),
+                        times.len()
+                    )));
+                }
+                b.times = times;
+                Ok(b)
+            }
+        }
+        d.deserialize_tuple(2, BatchVisitor)
+    }
+}
+
+/// The records of a batch on the wire, without their times.
+struct RecordsOnly(Batch);
+
+impl<'de> Deserialize<'de> for RecordsOnly {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct BatchVisitor;
+        impl<'de> Visitor<'de> for BatchVisitor {
+            type Value = RecordsOnly;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a sequence of (key, value) byte strings")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RecordsOnly, A::Error> {
                 // Cap the preallocation: a hostile length prefix must not allocate.
                 let hint = seq.size_hint().unwrap_or(0).min(4096);
                 let mut b = Batch::with_capacity(hint, hint * 16);
                 while let Some((k, v)) = seq.next_element::<(BytesBuf<'de>, BytesBuf<'de>)>()? {
                     b.push(k.as_slice(), v.as_slice());
                 }
-                Ok(b)
+                Ok(RecordsOnly(b))
             }
         }
         d.deserialize_seq(BatchVisitor)
@@ -268,6 +385,33 @@ mod tests {
         assert_eq!(postcard::from_bytes::<AsBytes>(&fast).unwrap().0, v);
         let json = serde_json::to_string(&AsBytes(v.clone())).unwrap();
         assert_eq!(serde_json::from_str::<AsBytes>(&json).unwrap().0, v);
+    }
+
+    #[test]
+    fn event_times_travel_with_their_records() {
+        let mut b = Batch::new();
+        b.push(b"untimed", b"");
+        b.push_timed(b"t", b"v", Some(42));
+        b.push_timed(b"none", b"", None);
+        assert!(b.is_timed());
+        assert_eq!((b.time(0), b.time(1), b.time(2)), (None, Some(42), None));
+        let back: Batch = postcard::from_bytes(&postcard::to_allocvec(&b).unwrap()).unwrap();
+        assert_eq!(back, b);
+        let mut copy = Batch::new();
+        copy.push_from(&b, 1);
+        assert_eq!((copy.get(0).key, copy.time(0)), (&b"t"[..], Some(42)));
+        b.clear();
+        assert!(!b.is_timed());
+        // Times for 2 of 3 records are refused at decode.
+        let mut three = Batch::new();
+        for k in [&b"a"[..], b"b", b"c"] {
+            three.push_timed(k, b"", Some(1));
+        }
+        let mut wire = postcard::to_allocvec(&three).unwrap();
+        let at = wire.len() - 4;
+        wire[at] = 2;
+        wire.truncate(at + 3);
+        assert!(postcard::from_bytes::<Batch>(&wire).is_err());
     }
 
     #[test]

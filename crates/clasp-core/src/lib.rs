@@ -10,6 +10,8 @@
 //! - [`sync`] is the lock access every node uses.
 
 pub mod batch;
+pub mod erased;
+pub mod frontier;
 pub mod hash;
 pub mod ids;
 pub mod input;
@@ -20,13 +22,16 @@ pub mod operator;
 pub mod pattern;
 pub mod pipeline;
 pub mod placement;
+pub mod registry;
 pub mod report;
 pub mod rng;
 pub mod snapshot;
+pub mod source;
 pub mod spec;
 pub mod state;
 pub mod stats;
 pub mod sync;
+pub mod time;
 
 pub use batch::{Batch, Record};
 pub use ids::{KeyGroup, OperatorId, SinkId, SourceId, StreamId, WorkerId};

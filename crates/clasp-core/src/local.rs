@@ -6,15 +6,24 @@
 //! operator sees its inputs in the order they were produced and every key's records in FIFO
 //! order. Sink records and final state are kept for inspection.
 //!
+//! Time: records pushed from a source with an `event_time` function get their times from it;
+//! after each source batch the source's watermark advances (its `out_of_orderness`) and the
+//! event-time timers due fire, operator by operator in topological order ([`Frontiers`]), and
+//! processing-time timers due by the clock fire. [`LocalDriver::finish`] ends the input: every
+//! pending timer fires and every operator is closed.
+//!
 //! It is the harness for running operators in tests and for quick local runs (`clasp gen
 //! --profile` measures selectivities with it). It is not a reference implementation: results
 //! are checked against independent code, and the distributed runtime is what `clasp run` uses.
 
 use crate::batch::{Batch, Record};
+use crate::frontier::Frontiers;
 use crate::ids::{KeyGroup, OperatorId, SinkId, SourceId};
 use crate::operator::{DynOperator, Emitter, Registry, RegistryError, Rejections};
 use crate::pipeline::{Endpoint, Pipeline};
+use crate::registry::EventTimeFn;
 use crate::state::{StateError, StateStore};
+use crate::time::{BoundedOutOfOrderness, TimeDomain};
 use std::io::{self, Write};
 
 /// How the driver forms requests.
@@ -74,10 +83,10 @@ struct Router<'a> {
 
 impl Router<'_> {
     #[inline]
-    fn deliver(&mut self, t: Target, key: &[u8], value: &[u8]) {
+    fn deliver(&mut self, t: Target, key: &[u8], value: &[u8], time: Option<u64>) {
         match t {
-            Target::Operator { op, port } => self.pending[op][port].push(key, value),
-            Target::Sink(s) => self.sinks[s].push(key, value),
+            Target::Operator { op, port } => self.pending[op][port].push_timed(key, value, time),
+            Target::Sink(s) => self.sinks[s].push_timed(key, value, time),
         }
     }
 }
@@ -86,14 +95,30 @@ impl Emitter for Router<'_> {
     fn emit(&mut self, key: &[u8], value: &[u8]) {
         self.emitted += 1;
         for i in 0..self.targets.len() {
-            self.deliver(self.targets[i], key, value);
+            self.deliver(self.targets[i], key, value, None);
         }
     }
 
     fn emit_to(&mut self, port: usize, key: &[u8], value: &[u8]) {
         self.emitted += 1;
         if let Some(&t) = self.targets.get(port) {
-            self.deliver(t, key, value);
+            self.deliver(t, key, value, None);
+        }
+    }
+
+    fn emit_timed(&mut self, port: Option<usize>, time: u64, key: &[u8], value: &[u8]) {
+        self.emitted += 1;
+        match port {
+            None => {
+                for i in 0..self.targets.len() {
+                    self.deliver(self.targets[i], key, value, Some(time));
+                }
+            }
+            Some(p) => {
+                if let Some(&t) = self.targets.get(p) {
+                    self.deliver(t, key, value, Some(time));
+                }
+            }
         }
     }
 }
@@ -113,6 +138,13 @@ pub struct LocalDriver {
     sinks: Vec<Batch>,
     stats: Vec<OperatorStats>,
     request: Batch,
+    /// Per source: its event-time function and watermark.
+    event_times: Vec<Option<EventTimeFn>>,
+    watermarks: Vec<BoundedOutOfOrderness>,
+    frontiers: Frontiers,
+    /// The watermark of the source whose batch is running (`None` while timers fire).
+    entry: Option<u64>,
+    closed: bool,
 }
 
 impl std::fmt::Debug for LocalDriver {
@@ -131,7 +163,15 @@ impl LocalDriver {
         registry: &Registry,
         options: LocalOptions,
     ) -> Result<Self, RegistryError> {
-        let ops = registry.instantiate_all(pipeline)?;
+        let mut ops = registry.instantiate_all(pipeline)?;
+        let event_times = registry.event_times(pipeline)?;
+        crate::registry::open_all(&mut ops, pipeline, None, options.key_groups)?;
+        let frontiers = Frontiers::new(pipeline, |o| ops[o.index()].timers().event);
+        let watermarks = pipeline
+            .sources
+            .iter()
+            .map(|s| BoundedOutOfOrderness::new(s.out_of_orderness))
+            .collect();
         let stores = ops.iter().map(|o| o.new_store(options.key_groups)).collect();
         let target = |stream: &crate::ids::StreamId| {
             let s = pipeline.stream(*stream);
@@ -170,6 +210,11 @@ impl LocalDriver {
             sinks: vec![Batch::new(); pipeline.sinks.len()],
             stats: vec![OperatorStats::default(); pipeline.operators.len()],
             request: Batch::new(),
+            event_times,
+            watermarks,
+            frontiers,
+            entry: None,
+            closed: false,
             pipeline: pipeline.clone(),
         })
     }
@@ -179,19 +224,30 @@ impl LocalDriver {
         &self.pipeline
     }
 
-    /// Feeds one input record from `source`; the pipeline runs once a batch is full.
+    /// Feeds one input record from `source` (its event time read by the source's `event_time`
+    /// function, if it has one); the pipeline runs once a batch is full.
     pub fn push(&mut self, source: SourceId, key: &[u8], value: &[u8]) {
+        let time = self.event_times[source.index()].as_ref().and_then(|f| f(value));
+        self.push_timed(source, key, value, time);
+    }
+
+    /// Feeds one input record with event time `time`.
+    pub fn push_timed(&mut self, source: SourceId, key: &[u8], value: &[u8], time: Option<u64>) {
         let input = &mut self.inputs[source.index()];
-        input.push(key, value);
+        input.push_timed(key, value, time);
         if input.len() >= self.options.batch_size {
             self.flush_source(source);
         }
     }
 
-    /// Feeds every record of `batch` from `source`, then runs the pipeline.
+    /// Feeds every record of `batch` from `source` (with their times, or times read by the
+    /// source's function), then runs the pipeline.
     pub fn push_batch(&mut self, source: SourceId, batch: &Batch) {
-        for r in batch.iter() {
-            self.push(source, r.key, r.value);
+        for (r, t) in batch.iter_timed() {
+            match t {
+                Some(t) => self.push_timed(source, r.key, r.value, Some(t)),
+                None => self.push(source, r.key, r.value),
+            }
         }
         self.flush_source(source);
     }
@@ -209,19 +265,82 @@ impl LocalDriver {
             self.inputs[source.index()] = input;
             return;
         }
+        let watermark = &mut self.watermarks[source.index()];
+        self.entry = watermark.watermark();
+        for i in 0..input.len() {
+            if let Some(t) = input.time(i) {
+                watermark.observe(t);
+            }
+        }
+        let after = watermark.watermark();
         let mut router = Router {
             targets: &self.source_targets[source.index()],
             pending: &mut self.pending,
             sinks: &mut self.sinks,
             emitted: 0,
         };
-        for r in input.iter() {
-            router.emit(r.key, r.value);
+        for (r, t) in input.iter_timed() {
+            for &target in router.targets {
+                router.deliver(target, r.key, r.value, t);
+            }
         }
         let mut input = input;
         input.clear();
         self.inputs[source.index()] = input;
         self.drain();
+        self.entry = None;
+        if let Some(w) = after {
+            self.frontiers.advance_source(source, w);
+        }
+        self.fire_due(crate::time::now_ns());
+    }
+
+    /// Fires the event-time timers the watermarks made due, and the processing-time timers
+    /// due by `now_ns`, running what they emit.
+    fn fire_due(&mut self, now_ns: u64) {
+        while let Some((op, until)) = self.frontiers.next_due() {
+            self.fire(op.index(), TimeDomain::Event, until);
+            self.frontiers.fired(op, until);
+        }
+        for op in self.pipeline.topological_order().to_vec() {
+            if self.ops[op.index()].timers().processing {
+                self.fire(op.index(), TimeDomain::Processing, now_ns);
+            }
+        }
+    }
+
+    fn fire(&mut self, op: usize, domain: TimeDomain, until: u64) {
+        let mut router = Router {
+            targets: &self.op_targets[op],
+            pending: &mut self.pending,
+            sinks: &mut self.sinks,
+            emitted: 0,
+        };
+        let stats = &mut self.stats[op];
+        let exec = self.ops[op].fire(
+            domain,
+            until,
+            self.stores[op].as_ref(),
+            &mut router,
+            &mut stats.rejections,
+        );
+        stats.touched_state += u64::from(exec.touched_state);
+        stats.records_out += router.emitted;
+        self.drain();
+    }
+
+    /// Ends the input: runs what is buffered, fires every pending timer (event time and
+    /// processing time), and closes every operator. Records pushed afterwards still run, but
+    /// no timer fires for them.
+    pub fn finish(&mut self) {
+        self.flush();
+        self.frontiers.end_all();
+        self.fire_due(u64::MAX);
+        if !std::mem::replace(&mut self.closed, true) {
+            for op in &self.ops {
+                op.close();
+            }
+        }
     }
 
     /// Processes every pending request, operators in topological order: outputs only flow to
@@ -244,7 +363,7 @@ impl LocalDriver {
             let end = (start + size).min(queued.len());
             self.request.clear();
             for i in start..end {
-                self.request.push_record(queued.get(i));
+                self.request.push_from(&queued, i);
             }
             self.execute(op, port);
             start = end;
@@ -264,9 +383,14 @@ impl LocalDriver {
             emitted: 0,
         };
         let stats = &mut self.stats[op];
+        let late_until = match self.ops[op].timers().event {
+            true => Frontiers::late_until(self.entry, self.pipeline.operators[op].allowed_lateness),
+            false => None,
+        };
         let exec = self.ops[op].process(
             &self.request,
             port,
+            late_until,
             self.stores[op].as_ref(),
             &mut router,
             &mut stats.rejections,

@@ -1,16 +1,24 @@
-//! The operator API that user code implements, and the registry from the function names of spec
-//! files to implementations.
+//! The operator API that user code implements.
 //!
 //! An operator processes one request — a [`Batch`] of records — at a time, with access to its
 //! keyed state through a [`Context`], and emits records to its output streams. Emitting copies
 //! the record into the runtime's routing buffers; nothing in the API allocates per record.
+//!
+//! Lifecycle: [`Operator::open`] runs once per instance before its first request (on every
+//! worker that hosts it), [`Operator::close`] when the instance stops. Time: records may carry
+//! an event time; an operator that declares timers in [`Operator::timers`] sets them per key
+//! through the [`Context`] and gets [`Operator::on_timer`] calls as the watermark (or the
+//! clock) passes them — see [`crate::time`]. The registry mapping spec function names to
+//! implementations is in [`crate::registry`].
 
 use crate::batch::{Batch, Record};
-use crate::pipeline::{Operator as OperatorSpec, Origin, Pipeline};
-use crate::state::{KeyedStore, StateAccess, StateStore, StateValue};
-use std::any::TypeId;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use crate::hash::key_hash;
+use crate::state::{KeyedStore, StateAccess, StateValue};
+use crate::time::{TimeDomain, Timer, TimerUse};
+
+pub use crate::registry::{
+    DynOperator, Execution, Factory, Identity, Registry, RegistryError, erase,
+};
 
 /// Where emitted records go. The runtime's implementation routes each record to the worker
 /// that owns its key (or by share) as it is emitted; tests collect them.
@@ -19,6 +27,8 @@ pub trait Emitter {
     fn emit(&mut self, key: &[u8], value: &[u8]);
     /// Emits a record on output port `port` only (the `port`-th output stream in spec order).
     fn emit_to(&mut self, port: usize, key: &[u8], value: &[u8]);
+    /// Emits a record with event time `time`, on output port `port` (`None`: every port).
+    fn emit_timed(&mut self, port: Option<usize>, time: u64, key: &[u8], value: &[u8]);
 }
 
 /// Records that an operator rejected, counted per reason.
@@ -30,19 +40,21 @@ pub struct Rejections {
 impl Rejections {
     /// Counts one rejected record.
     pub fn add(&mut self, reason: &'static str) {
+        self.add_many(reason, 1);
+    }
+
+    /// Counts `n` rejected records.
+    pub fn add_many(&mut self, reason: &'static str, n: u64) {
         match self.counts.iter_mut().find(|(r, _)| *r == reason) {
-            Some((_, n)) => *n += 1,
-            None => self.counts.push((reason, 1)),
+            Some((_, c)) => *c += n,
+            None => self.counts.push((reason, n)),
         }
     }
 
     /// Adds another tally to this one.
     pub fn merge(&mut self, other: &Rejections) {
         for (reason, n) in &other.counts {
-            match self.counts.iter_mut().find(|(r, _)| r == reason) {
-                Some((_, m)) => *m += n,
-                None => self.counts.push((reason, *n)),
-            }
+            self.add_many(reason, *n);
         }
     }
 
@@ -56,13 +68,32 @@ impl Rejections {
         self.counts.iter().map(|(_, n)| n).sum()
     }
 
+    /// The count for one reason.
+    pub fn count(&self, reason: &str) -> u64 {
+        self.counts.iter().find(|(r, _)| *r == reason).map_or(0, |(_, n)| *n)
+    }
+
     /// Forgets every count, keeping the allocation.
     pub fn clear(&mut self) {
         self.counts.clear();
     }
 }
 
-/// What an operator sees while it processes one request.
+/// The reason late records are counted under (see [`crate::time`]).
+pub const LATE: &str = "late";
+
+/// Where an operator instance runs, for [`Operator::open`].
+#[derive(Clone, Copy, Debug)]
+pub struct OpenInfo<'a> {
+    /// The operator's name in the spec.
+    pub operator: &'a str,
+    /// The worker hosting this instance (`None` in the local driver).
+    pub worker: Option<u32>,
+    /// Key groups of its keyed state.
+    pub key_groups: u32,
+}
+
+/// What an operator sees while it processes one request or fires timers.
 pub struct Context<'a, S> {
     state: StateAccess<'a, S>,
     out: &'a mut dyn Emitter,
@@ -122,7 +153,29 @@ impl<'a, S: StateValue> Context<'a, S> {
         self.out.emit_to(port, key, value);
     }
 
-    /// Index of the input stream this request arrived on.
+    /// Emits a record with event time `time` on every output stream.
+    #[inline]
+    pub fn emit_at(&mut self, time: u64, key: &[u8], value: &[u8]) {
+        self.out.emit_timed(None, time, key, value);
+    }
+
+    /// Emits a record with event time `time` on one output port.
+    #[inline]
+    pub fn emit_to_at(&mut self, port: usize, time: u64, key: &[u8], value: &[u8]) {
+        self.out.emit_timed(Some(port), time, key, value);
+    }
+
+    /// Emits a record on every output stream with the event time of the input record it
+    /// comes from, if it had one (so a map or filter passes times on).
+    #[inline]
+    pub fn emit_with(&mut self, time: Option<u64>, key: &[u8], value: &[u8]) {
+        match time {
+            Some(t) => self.out.emit_timed(None, t, key, value),
+            None => self.out.emit(key, value),
+        }
+    }
+
+    /// Index of the input stream this request arrived on (0 when firing timers).
     pub fn input_port(&self) -> usize {
         self.input_port
     }
@@ -132,6 +185,34 @@ impl<'a, S: StateValue> Context<'a, S> {
     pub fn reject(&mut self, reason: &'static str) {
         self.rejects.add(reason);
     }
+
+    /// Sets an event-time timer for the record's key at `time`: [`Operator::on_timer`] runs
+    /// once the watermark passes `time` plus the allowed lateness. Setting it again is a no-op.
+    /// The operator must declare event-time timers in [`Operator::timers`].
+    pub fn set_event_timer(&mut self, r: Record<'_>, time: u64) {
+        self.state.timers(r.hash).set(TimeDomain::Event, time, r.key);
+    }
+
+    /// Removes a pending event-time timer of the record's key; returns whether it was set.
+    pub fn delete_event_timer(&mut self, r: Record<'_>, time: u64) -> bool {
+        self.state.timers(r.hash).delete(TimeDomain::Event, time, r.key)
+    }
+
+    /// Sets a processing-time timer for the record's key at `time` (ns since the Unix epoch;
+    /// see [`Context::processing_time`]). The operator must declare processing-time timers.
+    pub fn set_processing_timer(&mut self, r: Record<'_>, time: u64) {
+        self.state.timers(r.hash).set(TimeDomain::Processing, time, r.key);
+    }
+
+    /// Removes a pending processing-time timer; returns whether it was set.
+    pub fn delete_processing_timer(&mut self, r: Record<'_>, time: u64) -> bool {
+        self.state.timers(r.hash).delete(TimeDomain::Processing, time, r.key)
+    }
+
+    /// The wall clock: ns since the Unix epoch.
+    pub fn processing_time(&self) -> u64 {
+        crate::time::now_ns()
+    }
 }
 
 /// What user code implements.
@@ -139,216 +220,38 @@ pub trait Operator: Send + Sync + 'static {
     /// The value kept per key; `()` for stateless operators.
     type State: StateValue;
 
+    /// Runs once per instance before its first request; an error stops the run, naming the
+    /// operator.
+    fn open(&mut self, info: &OpenInfo<'_>) -> Result<(), String> {
+        let _ = info;
+        Ok(())
+    }
+
+    /// The timers it sets (none by default: the runtime then never fires or checks lateness
+    /// for it).
+    fn timers(&self) -> TimerUse {
+        TimerUse::NONE
+    }
+
     /// Processes one request.
     fn process(&self, input: &Batch, ctx: &mut Context<'_, Self::State>);
+
+    /// A timer this operator set has fired: for event time, the watermark passed `timer.time`
+    /// (plus the allowed lateness), so no record at or before it will come. Timers fire in
+    /// time order, then key order. The context's state and timers are those of `timer.key`'s
+    /// group: use [`Timer::record`] for the key.
+    fn on_timer(&self, timer: Timer<'_>, ctx: &mut Context<'_, Self::State>) {
+        let _ = (timer, ctx);
+    }
+
+    /// Runs once when the instance stops (the end of a run or of the worker).
+    fn close(&self) {}
 }
 
-/// What one execution did, for the metrics monitor.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Execution {
-    /// Whether the request read or wrote keyed state.
-    pub touched_state: bool,
-}
-
-/// An operator with its state type erased, as the runtime holds it.
-pub trait DynOperator: Send + Sync {
-    /// A new, empty state store with `groups` key groups.
-    fn new_store(&self, groups: u32) -> Box<dyn StateStore>;
-    /// Whether the implementation keeps state (its `State` is not `()`).
-    fn keeps_state(&self) -> bool;
-    /// Processes one request against `store` (which must come from [`DynOperator::new_store`]).
-    fn process(
-        &self,
-        input: &Batch,
-        input_port: usize,
-        store: &dyn StateStore,
-        out: &mut dyn Emitter,
-        rejects: &mut Rejections,
-    ) -> Execution;
-}
-
-impl std::fmt::Debug for dyn DynOperator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DynOperator").field("keeps_state", &self.keeps_state()).finish()
-    }
-}
-
-struct Erased<T>(T);
-
-impl<T: Operator> DynOperator for Erased<T> {
-    fn new_store(&self, groups: u32) -> Box<dyn StateStore> {
-        Box::new(KeyedStore::<T::State>::new(groups))
-    }
-
-    fn keeps_state(&self) -> bool {
-        TypeId::of::<T::State>() != TypeId::of::<()>()
-    }
-
-    fn process(
-        &self,
-        input: &Batch,
-        input_port: usize,
-        store: &dyn StateStore,
-        out: &mut dyn Emitter,
-        rejects: &mut Rejections,
-    ) -> Execution {
-        let store = store
-            .as_any()
-            .downcast_ref::<KeyedStore<T::State>>()
-            .expect("the runtime passes the store this operator created");
-        let mut ctx = Context::new(store, out, input_port, rejects);
-        self.0.process(input, &mut ctx);
-        Execution { touched_state: ctx.touched_state() }
-    }
-}
-
-/// Wraps a typed operator for the runtime.
-pub fn erase<T: Operator>(op: T) -> Box<dyn DynOperator> {
-    Box::new(Erased(op))
-}
-
-/// Builds an operator from its spec entry (which carries its `params`).
-pub type Factory = Arc<dyn Fn(&OperatorSpec) -> Result<Box<dyn DynOperator>, String> + Send + Sync>;
-
-/// Why a pipeline's functions cannot be instantiated.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum RegistryError {
-    /// The spec names a function nobody registered.
-    #[error(
-        "{origin}: operator `{operator}` runs function `{function}`, which is not registered\n  help: use one of: {known}"
-    )]
-    UnknownFunction {
-        /// Operator name.
-        operator: String,
-        /// Function name from the spec.
-        function: String,
-        /// Where the operator is declared.
-        origin: Origin,
-        /// Registered names, comma-separated.
-        known: String,
-    },
-    /// The function rejected the operator's parameters.
-    #[error("{origin}: operator `{operator}` (function `{function}`): {message}")]
-    BadParams {
-        /// Operator name.
-        operator: String,
-        /// Function name.
-        function: String,
-        /// Where the operator is declared.
-        origin: Origin,
-        /// What is wrong.
-        message: String,
-    },
-    /// The function keeps state but the spec declares the operator stateless, so its state
-    /// would not be partitioned or migrated.
-    #[error(
-        "{origin}: operator `{operator}` runs `{function}`, which keeps keyed state, but is not declared stateful\n  help: add `stateful = true` and `key = \"...\"`"
-    )]
-    UndeclaredState {
-        /// Operator name.
-        operator: String,
-        /// Function name.
-        function: String,
-        /// Where the operator is declared.
-        origin: Origin,
-    },
-}
-
-/// Function name → factory.
-#[derive(Clone)]
-pub struct Registry {
-    factories: BTreeMap<String, Factory>,
-}
-
-impl std::fmt::Debug for Registry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_set().entries(self.factories.keys()).finish()
-    }
-}
-
-impl Default for Registry {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// Passes every record through unchanged to every output stream (`function = "identity"`,
-/// the default when a spec names no function).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Identity;
-
-impl Operator for Identity {
-    type State = ();
-    fn process(&self, input: &Batch, ctx: &mut Context<'_, ()>) {
-        for r in input.iter() {
-            ctx.emit(r.key, r.value);
-        }
-    }
-}
-
-impl Registry {
-    /// A registry holding the built-in `identity` function.
-    pub fn new() -> Self {
-        let mut r = Self { factories: BTreeMap::new() };
-        r.register_operator("identity", Identity);
-        r
-    }
-
-    /// Registers a factory under `name`, replacing any previous one.
-    pub fn register(
-        &mut self,
-        name: &str,
-        factory: impl Fn(&OperatorSpec) -> Result<Box<dyn DynOperator>, String> + Send + Sync + 'static,
-    ) {
-        self.factories.insert(name.to_owned(), Arc::new(factory));
-    }
-
-    /// Registers a parameterless operator under `name`.
-    pub fn register_operator<T: Operator + Clone>(&mut self, name: &str, op: T) {
-        self.register(name, move |_| Ok(erase(op.clone())));
-    }
-
-    /// Registered function names.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.factories.keys().map(String::as_str)
-    }
-
-    /// Whether `name` is registered.
-    pub fn contains(&self, name: &str) -> bool {
-        self.factories.contains_key(name)
-    }
-
-    /// Builds the implementation of one operator.
-    pub fn instantiate(&self, op: &OperatorSpec) -> Result<Box<dyn DynOperator>, RegistryError> {
-        let factory =
-            self.factories.get(&op.function).ok_or_else(|| RegistryError::UnknownFunction {
-                operator: op.name.clone(),
-                function: op.function.clone(),
-                origin: op.origin.clone(),
-                known: self.names().collect::<Vec<_>>().join(", "),
-            })?;
-        let built = factory(op).map_err(|message| RegistryError::BadParams {
-            operator: op.name.clone(),
-            function: op.function.clone(),
-            origin: op.origin.clone(),
-            message,
-        })?;
-        if built.keeps_state() && !op.stateful {
-            return Err(RegistryError::UndeclaredState {
-                operator: op.name.clone(),
-                function: op.function.clone(),
-                origin: op.origin.clone(),
-            });
-        }
-        Ok(built)
-    }
-
-    /// Builds every operator of a pipeline, indexed by `OperatorId`.
-    pub fn instantiate_all(
-        &self,
-        p: &Pipeline,
-    ) -> Result<Vec<Box<dyn DynOperator>>, RegistryError> {
-        p.operators.iter().map(|o| self.instantiate(o)).collect()
+impl Timer<'_> {
+    /// The timer's key as a record (empty value), for the [`Context`]'s state and timers.
+    pub fn record(&self) -> Record<'_> {
+        Record { key: self.key, value: b"", hash: key_hash(self.key) }
     }
 }
 
@@ -357,6 +260,8 @@ impl Registry {
 pub struct CollectingEmitter {
     /// `(port, key, value)` in emission order.
     pub records: Vec<(Option<usize>, Vec<u8>, Vec<u8>)>,
+    /// `(index into records, event time)` of the records emitted with a time.
+    pub times: Vec<(usize, u64)>,
 }
 
 impl Emitter for CollectingEmitter {
@@ -365,6 +270,10 @@ impl Emitter for CollectingEmitter {
     }
     fn emit_to(&mut self, port: usize, key: &[u8], value: &[u8]) {
         self.records.push((Some(port), key.to_vec(), value.to_vec()));
+    }
+    fn emit_timed(&mut self, port: Option<usize>, time: u64, key: &[u8], value: &[u8]) {
+        self.records.push((port, key.to_vec(), value.to_vec()));
+        self.times.push((self.records.len() - 1, time));
     }
 }
 
@@ -437,7 +346,7 @@ to = "pass"
             [(&b"a"[..], &b""[..]), (b"b", b""), (b"a", b""), (b"", b"")].into_iter().collect();
         let mut out = CollectingEmitter::default();
         let mut rejects = Rejections::default();
-        let exec = op.process(&input, 0, store.as_ref(), &mut out, &mut rejects);
+        let exec = op.process(&input, 0, None, store.as_ref(), &mut out, &mut rejects);
         assert!(exec.touched_state);
         assert_eq!(store.key_count(), 2);
         assert_eq!(rejects.iter().collect::<Vec<_>>(), vec![("empty key", 1)]);

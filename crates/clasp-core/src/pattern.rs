@@ -190,16 +190,18 @@ impl RatePattern {
     /// 10 % → 100 % → 10 % of `max_rate` in 10 % steps, stage lengths drawn from `seed`.
     pub fn gradual(max_rate: f64, seed: u64) -> Self {
         let mut rng = independent_stream(seed, 0x6772_6164);
-        let levels = (1..=10).chain((1..=9).rev());
-        let stages =
-            Self::sequence(levels.map(|l| (max_rate * l as f64 / 10.0, stage_length(&mut rng))));
-        Self { name: "gradual", stages, tail: Tail::End }
+        Self::gradual_with(max_rate, || stage_length(&mut rng))
     }
 
     /// [`RatePattern::gradual`] with every stage `stage_s` seconds long.
     pub fn gradual_every(max_rate: f64, stage_s: f64) -> Self {
+        Self::gradual_with(max_rate, || stage_s)
+    }
+
+    /// The gradual steps, each stage as long as `length` says.
+    fn gradual_with(max_rate: f64, mut length: impl FnMut() -> f64) -> Self {
         let levels = (1..=10).chain((1..=9).rev());
-        let stages = Self::sequence(levels.map(|l| (max_rate * l as f64 / 10.0, stage_s)));
+        let stages = Self::sequence(levels.map(|l| (max_rate * l as f64 / 10.0, length())));
         Self { name: "gradual", stages, tail: Tail::End }
     }
 

@@ -77,6 +77,14 @@ pub struct Source {
     pub key_field: Option<u32>,
     /// Free-form description of the record format (`text`, `json`, `csv`, ...).
     pub format: Option<String>,
+    /// The registered function that reads a record's event time from its line, if the
+    /// records have event times (`event_time = "name"`).
+    #[serde(default)]
+    pub event_time: Option<String>,
+    /// How far out of order (in event-time units) the records may arrive: the source's
+    /// watermark trails the largest time seen by this much (`out_of_orderness`, default 0).
+    #[serde(default)]
+    pub out_of_orderness: u64,
     /// Where it was declared.
     pub origin: Origin,
 }
@@ -132,6 +140,11 @@ pub struct Operator {
     pub service: Option<ServiceTime>,
     /// Function parameters (`[operator.params]`), as JSON.
     pub params: serde_json::Map<String, serde_json::Value>,
+    /// How far behind its watermark (event-time units) a record may be and still be
+    /// processed; its event-time timers fire that much after the watermark passes them
+    /// (`allowed_lateness`, default 0). Records later than that are counted as `late`.
+    #[serde(default)]
+    pub allowed_lateness: u64,
     /// Where it was declared.
     pub origin: Origin,
 }

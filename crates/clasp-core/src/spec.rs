@@ -221,6 +221,8 @@ struct RawSource {
     rate: Option<Spanned<f64>>,
     key_field: Option<u32>,
     format: Option<String>,
+    event_time: Option<String>,
+    out_of_orderness: Option<u64>,
     description: Option<String>,
 }
 
@@ -245,6 +247,7 @@ struct RawOperator {
     service_mode: Option<Spanned<String>>,
     service_per: Option<Spanned<String>>,
     params: Option<toml::Table>,
+    allowed_lateness: Option<u64>,
     description: Option<String>,
 }
 
@@ -391,6 +394,8 @@ impl Validator<'_> {
                 rate,
                 key_field: s.get_ref().key_field,
                 format: s.get_ref().format.clone(),
+                event_time: s.get_ref().event_time.clone(),
+                out_of_orderness: s.get_ref().out_of_orderness.unwrap_or(0),
                 origin: self.origin(&span),
             });
         }
@@ -527,6 +532,7 @@ impl Validator<'_> {
             selectivity,
             service: micros.map(|micros| ServiceTime { micros, mode, per }),
             params,
+            allowed_lateness: o.allowed_lateness.unwrap_or(0),
             origin: self.origin(span),
         })
     }

@@ -2,13 +2,15 @@
 //!
 //! Each stateful operator on a worker has one [`KeyedStore`]: a fixed number of key groups, each
 //! a hash table behind its own lock. Executors lock one group at a time (and keep the lock while
-//! consecutive records fall into the same group); migration exports and imports whole groups.
+//! consecutive records fall into the same group); migration exports and imports whole groups,
+//! each with its pending timers ([`TimerQueue`]), so timers move with their keys.
 
 use crate::batch::Record;
 use crate::hash::key_group;
 use crate::ids::KeyGroup;
 use crate::snapshot::{EncodedGroup, StoreSnapshot};
 use crate::sync::lock;
+use crate::time::{TimeDomain, TimerQueue};
 use hashbrown::HashTable;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -57,6 +59,7 @@ type Table<S> = HashTable<Entry<S>>;
 /// first access (so a worker can resume before it has decoded what it received).
 struct Group<S> {
     table: Table<S>,
+    timers: TimerQueue,
     staged: Option<(Vec<u8>, usize)>,
     failed: Option<StateError>,
     /// A checkpoint's snapshot still waiting for this group's encoding, and the group's slot.
@@ -65,17 +68,34 @@ struct Group<S> {
 
 impl<S> Default for Group<S> {
     fn default() -> Self {
-        Self { table: HashTable::new(), staged: None, failed: None, snapshot: None }
+        Self {
+            table: HashTable::new(),
+            timers: TimerQueue::default(),
+            staged: None,
+            failed: None,
+            snapshot: None,
+        }
     }
 }
+
+/// A group's encoding: its entries, then its pending timers.
+type Encoded<S> = (Vec<(Vec<u8>, S)>, TimerQueue);
 
 impl<S: StateValue> Group<S> {
     /// Decodes staged entries into the table (every key must belong to group `id`).
     fn unstage(&mut self, id: KeyGroup, groups: u32) -> Result<usize, StateError> {
         let Some((bytes, _)) = self.staged.take() else { return Ok(0) };
-        let entries: Vec<(Vec<u8>, S)> = postcard::from_bytes(&bytes)
+        let (entries, timers): Encoded<S> = postcard::from_bytes(&bytes)
             .map_err(|source| StateError::Decode { group: id, source })?;
         let n = entries.len();
+        if let Some(key) = timers.keys().find(|k| key_group(crate::hash::key_hash(k), groups) != id)
+        {
+            return Err(StateError::WrongGroup {
+                group: id,
+                key: String::from_utf8_lossy(key).into_owned(),
+            });
+        }
+        self.timers.absorb(timers);
         for (key, value) in entries {
             let hash = crate::hash::key_hash(&key);
             if key_group(hash, groups) != id {
@@ -113,19 +133,21 @@ impl<S: StateValue> Group<S> {
         let Some((snapshot, slot)) = self.snapshot.take() else { return };
         self.settle(id, groups);
         let mut bytes = Vec::new();
-        let encoded =
-            encode_table(&self.table, id, &mut bytes).map(|keys| EncodedGroup { bytes, keys });
+        let encoded = encode_group(&self.table, &self.timers, id, &mut bytes)
+            .map(|keys| EncodedGroup { bytes, keys });
         snapshot.fill(slot, encoded);
     }
 }
 
-fn encode_table<S: StateValue>(
+/// Appends a group's encoding ([`Encoded`]: its entries, then its pending timers) to `out`.
+fn encode_group<S: StateValue>(
     table: &Table<S>,
+    timers: &TimerQueue,
     group: KeyGroup,
     out: &mut Vec<u8>,
 ) -> Result<usize, StateError> {
     let entries: Vec<(&[u8], &S)> = table.iter().map(|e| (&e.key[..], &e.value)).collect();
-    let encoded = postcard::to_extend(&entries, std::mem::take(out))
+    let encoded = postcard::to_extend(&(&entries, timers), std::mem::take(out))
         .map_err(|source| StateError::Encode { group, source })?;
     *out = encoded;
     Ok(entries.len())
@@ -151,6 +173,25 @@ impl<S> KeyedStore<S> {
     /// Number of key groups.
     pub fn group_count(&self) -> u32 {
         self.groups.len() as u32
+    }
+}
+
+impl<S: StateValue> KeyedStore<S> {
+    /// Moves the timers of `domain` due by `until` out of group `group` into `out`, in firing
+    /// order (the group's lock is not held afterwards, so the operator can run them).
+    pub fn take_due_timers(
+        &self,
+        group: KeyGroup,
+        domain: TimeDomain,
+        until: u64,
+        out: &mut Vec<(u64, Box<[u8]>)>,
+    ) {
+        let Some(g) = self.groups.get(group.index()) else { return };
+        let mut g = lock(g);
+        g.settle(group, self.group_count());
+        if g.timers.next(domain).is_some_and(|t| t <= until) {
+            g.timers.take_due(domain, until, out);
+        }
     }
 }
 
@@ -183,12 +224,14 @@ pub trait StateStore: Send + Sync {
     fn import_staged(&self, group: KeyGroup) -> Result<usize, StateError>;
     /// Writes one JSON line `{"operator":…,"key":…,"value":…}` per key, sorted by key.
     fn dump_json(&self, operator: &str, out: &mut dyn Write) -> io::Result<usize>;
+    /// Pending timers, over all groups.
+    fn timer_count(&self) -> usize;
     /// Marks `groups` for a checkpoint in O(groups): each is encoded, as it is now, before its
     /// next change or by [`StateStore::snapshot_group`], whichever comes first.
     fn mark_snapshot(&self, groups: Vec<KeyGroup>) -> Arc<StoreSnapshot>;
     /// Encodes `group` into the snapshot marked for it now, if it has not been yet.
     fn snapshot_group(&self, group: KeyGroup);
-    /// Drops every entry, staged encoding and snapshot mark (a rollback to a checkpoint).
+    /// Drops every entry, timer, staged encoding and snapshot mark (a rollback to a checkpoint).
     fn clear(&self);
 }
 
@@ -201,7 +244,7 @@ pub trait DetachedGroup: Send {
     fn encode(&self, group: KeyGroup, out: &mut Vec<u8>) -> Result<usize, StateError>;
 }
 
-struct Detached<S>(Table<S>);
+struct Detached<S>(Table<S>, TimerQueue);
 
 impl<S: StateValue> DetachedGroup for Detached<S> {
     fn keys(&self) -> usize {
@@ -209,7 +252,7 @@ impl<S: StateValue> DetachedGroup for Detached<S> {
     }
 
     fn encode(&self, group: KeyGroup, out: &mut Vec<u8>) -> Result<usize, StateError> {
-        encode_table(&self.0, group, out)
+        encode_group(&self.0, &self.1, group, out)
     }
 }
 
@@ -236,12 +279,12 @@ impl<S: StateValue> StateStore for KeyedStore<S> {
 
     fn detach_group(&self, group: KeyGroup) -> Box<dyn DetachedGroup> {
         let Some(g) = self.groups.get(group.index()) else {
-            return Box::new(Detached::<S>(HashTable::new()));
+            return Box::new(Detached::<S>(HashTable::new(), TimerQueue::default()));
         };
         let mut g = lock(g);
         g.snapshot_now(group, self.group_count());
         g.settle(group, self.group_count());
-        Box::new(Detached(std::mem::take(&mut g.table)))
+        Box::new(Detached(std::mem::take(&mut g.table), std::mem::take(&mut g.timers)))
     }
 
     fn stage_group(&self, group: KeyGroup, bytes: Vec<u8>, keys: usize) {
@@ -260,6 +303,17 @@ impl<S: StateValue> StateStore for KeyedStore<S> {
             return Err(e);
         }
         g.unstage(group, self.group_count())
+    }
+
+    fn timer_count(&self) -> usize {
+        let groups = self.group_count();
+        (0..groups as usize)
+            .map(|i| {
+                let mut g = lock(&self.groups[i]);
+                g.settle(KeyGroup::from(i), groups);
+                g.timers.len()
+            })
+            .sum()
     }
 
     fn dump_json(&self, operator: &str, out: &mut dyn Write) -> io::Result<usize> {
@@ -375,6 +429,11 @@ impl<'a, S: StateValue> StateAccess<'a, S> {
     }
 
     fn group(&mut self, hash: u64) -> &mut Table<S> {
+        &mut self.locked(hash).table
+    }
+
+    /// The group of `hash`, locked.
+    fn locked(&mut self, hash: u64) -> &mut Group<S> {
         self.touched = true;
         let groups = self.store.group_count();
         let g = key_group(hash, groups).0;
@@ -387,9 +446,14 @@ impl<'a, S: StateValue> StateAccess<'a, S> {
             self.current = Some((g, guard));
         }
         match &mut self.current {
-            Some((_, group)) => &mut group.table,
+            Some((_, group)) => group,
             None => unreachable!("set just above"),
         }
+    }
+
+    /// The pending timers of the key group of `hash`.
+    pub fn timers(&mut self, hash: u64) -> &mut TimerQueue {
+        &mut self.locked(hash).timers
     }
 
     /// The state of the record's key, created with `Default` if absent.
@@ -568,6 +632,43 @@ mod tests {
         drop(live);
         s.clear();
         assert_eq!(s.key_count(), 0);
+    }
+
+    #[test]
+    fn timers_move_with_their_group() {
+        let groups = 4;
+        let src: KeyedStore<u64> = KeyedStore::new(groups);
+        let dst: KeyedStore<u64> = KeyedStore::new(groups);
+        let b: Batch = [(&b"a"[..], &b""[..]), (b"b", b""), (b"c", b"")].into_iter().collect();
+        let mut acc = StateAccess::new(&src);
+        for (i, r) in b.iter().enumerate() {
+            *acc.get_mut(r) = i as u64;
+            acc.timers(r.hash).set(TimeDomain::Event, 10 + i as u64, r.key);
+            acc.timers(r.hash).set(TimeDomain::Processing, 99, r.key);
+        }
+        drop(acc);
+        assert_eq!(src.timer_count(), 6);
+        for g in 0..groups {
+            let mut bytes = Vec::new();
+            src.export_group(KeyGroup(g), &mut bytes).unwrap();
+            dst.import_group(KeyGroup(g), &bytes).unwrap();
+        }
+        assert_eq!((src.timer_count(), dst.timer_count()), (0, 6));
+        let mut due = Vec::new();
+        for g in 0..groups {
+            dst.take_due_timers(KeyGroup(g), TimeDomain::Event, 11, &mut due);
+        }
+        let mut keys: Vec<&[u8]> = due.iter().map(|(_, k)| &k[..]).collect();
+        keys.sort();
+        assert_eq!(keys, [&b"a"[..], b"b"]);
+        assert_eq!(dst.timer_count(), 4);
+        // A timer whose key belongs to another group is refused on import.
+        let g = key_group(b.get(0).hash, groups);
+        let mut foreign = TimerQueue::default();
+        foreign.set(TimeDomain::Event, 1, b"a");
+        let bytes = postcard::to_allocvec(&(Vec::<(Vec<u8>, u64)>::new(), foreign)).unwrap();
+        let other = KeyGroup((g.0 + 1) % groups);
+        assert!(matches!(dst.import_group(other, &bytes), Err(StateError::WrongGroup { .. })));
     }
 
     #[test]

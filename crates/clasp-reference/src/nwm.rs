@@ -1,4 +1,5 @@
-//! Network monitoring: failures and successes per host and day, the last days kept.
+//! Network monitoring: failures and successes per host and day; once the input ended every
+//! day is closed and the last `days_kept` days of each host stay in state.
 
 use crate::{Outcome, Params};
 use serde_json::{Value, json};
@@ -33,11 +34,11 @@ pub(crate) fn expected(lines: &[String], p: &Params<'_>, o: &mut Outcome) {
         };
         let failures = last(keep("aggregation"), &|c| (c.0 > 0).then(|| json!(c.0)));
         if !failures.is_empty() {
-            o.set_state("aggregation", host, json!({"days": failures, "late": 0}));
+            o.set_state("aggregation", host, json!({"days": failures}));
         }
         let flagged = last(keep("functor"), &|c| (c.0 >= min).then_some(json!(true)));
         if !flagged.is_empty() {
-            o.set_state("functor", host, json!({"days": flagged, "late": 0}));
+            o.set_state("functor", host, json!({"days": flagged}));
         }
         let pairing = |c: &(u64, u64)| {
             let (s, f) = (c.1 > 0, c.0 >= min);
@@ -45,7 +46,7 @@ pub(crate) fn expected(lines: &[String], p: &Params<'_>, o: &mut Outcome) {
         };
         let joined = last(keep("join"), &pairing);
         if !joined.is_empty() {
-            o.set_state("join", host, json!({"days": joined, "late": 0}));
+            o.set_state("join", host, json!({"days": joined}));
         }
         for (d, c) in per_day {
             if c.1 > 0 && c.0 >= min {

@@ -262,6 +262,12 @@ impl Cluster {
         workers: usize,
         slots: u32,
     ) -> Result<Self, ClusterError> {
+        if let (Launch::Threads(registry), true) = (&launch, config.timers.is_empty()) {
+            // The operators the threads run are known here: fire only the timers they use.
+            if let Ok(timers) = crate::planner::timers_of(&pipeline, registry) {
+                config.timers = timers;
+            }
+        }
         if !matches!(launch, Launch::External) {
             config.security = config.security.or_generated()?;
         }

@@ -161,7 +161,7 @@ pub enum JobError {
         source_name: String,
         /// Why.
         #[source]
-        error: std::io::Error,
+        error: clasp_core::source::SourceError,
     },
     /// Fault injection needs worker processes.
     #[error("killing workers needs them as processes (--processes)")]
@@ -289,7 +289,7 @@ pub fn run_with_faults(
         return Err(JobError::KillsNeedProcesses);
     }
     let store = if checkpoints {
-        if let Some(i) = inputs.iter().find(|i| i.reader.position().is_none()) {
+        if let Some(i) = inputs.iter().find(|i| !i.reader.rewindable()) {
             let source_name = job.pipeline.sources[i.source.index()].name.clone();
             return Err(JobError::NotReplayable { source_name });
         }
@@ -307,15 +307,19 @@ pub fn run_with_faults(
             (placement, keys, 1)
         }
     };
+    // Where each source resumes, with the watermark it had there.
+    let mut resumed_watermarks = vec![None; job.pipeline.sources.len()];
     if let Some(m) = &resume {
         let positions = positions_of(&job.pipeline, Some(m), None);
         for input in &mut inputs {
-            if let Some(to) = positions.get(input.source.index()).copied().flatten() {
-                input.reader.seek(to).map_err(|error| JobError::Resume {
-                    source_name: job.pipeline.sources[input.source.index()].name.clone(),
-                    error,
-                })?;
-            }
+            let Some(to) = positions.get(input.source.index()).cloned().flatten() else {
+                continue;
+            };
+            input.reader.seek(&to.position).map_err(|error| JobError::Resume {
+                source_name: job.pipeline.sources[input.source.index()].name.clone(),
+                error,
+            })?;
+            resumed_watermarks[input.source.index()] = to.watermark;
         }
     }
     let first_id = match &store {
@@ -386,6 +390,7 @@ pub fn run_with_faults(
         failure: None,
         observatory,
     };
+    planner.resume_watermarks(resumed_watermarks);
     let result = planner.run_with(inputs, job.duration, &mut progress, &mut hooks);
     let failure = hooks.failure.take();
     let (checkpoints, recoveries) =

@@ -34,6 +34,10 @@ pub fn reroute(
     me: WorkerId,
     rng: &mut SeededRng,
 ) -> Vec<(WorkerId, Request)> {
+    if req.fire.is_some() {
+        // A timer firing is for the worker it was sent to: it fires the groups held there.
+        return vec![(me, Request { epoch: routing.epoch, ..req })];
+    }
     if !routing.is_keyed(req.op) {
         let to = if routing.hosts(req.op, me) { me } else { routing.draw(req.op, rng) };
         let mut req = req;
@@ -49,13 +53,13 @@ pub fn reroute(
         return vec![(first, Request { epoch: routing.epoch, ..req })];
     }
     let mut parts: Vec<(WorkerId, Batch)> = Vec::new();
-    for r in req.batch.iter() {
+    for (i, r) in req.batch.iter().enumerate() {
         let w = routing.owner(req.op, r.hash);
         match parts.iter_mut().find(|(pw, _)| *pw == w) {
-            Some((_, b)) => b.push_record(r),
+            Some((_, b)) => b.push_from(&req.batch, i),
             None => {
                 let mut b = Batch::new();
-                b.push_record(r);
+                b.push_from(&req.batch, i);
                 parts.push((w, b));
             }
         }
@@ -72,6 +76,8 @@ pub fn reroute(
                 credit,
                 epoch: routing.epoch,
                 batch,
+                watermark: req.watermark,
+                fire: None,
                 enqueued: None,
             };
             (w, part)

@@ -103,8 +103,11 @@ fn twenty_four_random_migrations_under_load_lose_nothing() {
         enough: enough.clone(),
         given: given.clone(),
     };
-    let input =
-        Input { source: SourceId(0), reader: Box::new(reader), rate: Box::new(|_| Some(400.0)) };
+    let input = Input {
+        source: SourceId(0),
+        reader: clasp_core::source::from_lines(Box::new(reader), None),
+        rate: Box::new(|_| Some(400.0)),
+    };
     let mut cfg = config(16);
     cfg.settings.interval_ms = 100;
     let mut c = Cluster::start(p.clone(), cfg, Box::new(DiscardSink), threads(), 1, 4).unwrap();

@@ -85,7 +85,7 @@ fn recommend_records_what_acting_would_decide_at_the_same_interval_and_moves_not
     // 150 requests/s for 2 s, then 700/s: more than one worker sustains.
     let input = Input {
         source: SourceId(0),
-        reader: Box::new(MemoryLines::new(lines, 0, 1)),
+        reader: clasp_core::source::from_lines(Box::new(MemoryLines::new(lines, 0, 1)), None),
         rate: Box::new(|t| Some(if t < 2.0 { 150.0 } else { 700.0 })),
     };
     let mut seen = 0;

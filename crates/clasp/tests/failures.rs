@@ -36,7 +36,10 @@ fn lines(n: usize, seed: u64) -> Arc<Vec<Vec<u8>>> {
 fn input(text: &Arc<Vec<Vec<u8>>>) -> Input {
     Input {
         source: SourceId(0),
-        reader: Box::new(clasp_core::input::MemoryLines::new(text.clone(), 0, 1)),
+        reader: clasp_core::source::from_lines(
+            Box::new(clasp_core::input::MemoryLines::new(text.clone(), 0, 1)),
+            None,
+        ),
         rate: Box::new(|_| None),
     }
 }

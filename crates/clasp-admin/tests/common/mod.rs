@@ -123,7 +123,7 @@ impl Run {
         let rate = self.rate;
         let input = Input {
             source: SourceId(0),
-            reader: def.generator(self.records, 7),
+            reader: clasp_core::source::from_lines(def.generator(self.records, 7), None),
             rate: Box::new(move |_| Some(rate)),
         };
         (job, vec![input])

@@ -12,7 +12,7 @@
 //! the α and β they take as this runtime's true costs are the ones measured in the same run.
 
 use crate::engine::runtime::testbed::NativeCosts;
-use crate::engine::runtime::watch::{Watch, WatchCost};
+use crate::engine::runtime::watch::{WatchCost, run_watched};
 use crate::engine::runtime::{children_cpu, pipeline_from, sig, worker_processes};
 use crate::report::{Output, Report, Table};
 use crate::settings::Scope;
@@ -219,27 +219,10 @@ fn run_syn(
     c.planner.install(RoutingPlan { epoch: 1, placement, keys }).map_err(|e| err(&e))?;
     let input = Input {
         source: SourceId(0),
-        reader: Box::new(MemoryLines::new(lines, 0, 1)),
+        reader: clasp_core::source::from_lines(Box::new(MemoryLines::new(lines, 0, 1)), None),
         rate: Box::new(|_| None),
     };
-    let watch = admin.then(|| Watch::start(p)).transpose()?;
-    let s = c
-        .planner
-        .run(
-            vec![input],
-            None,
-            |_| {},
-            |planner, progress| {
-                if let Some(w) = &watch {
-                    w.observe(planner, progress);
-                }
-                Ok(())
-            },
-        )
-        .map_err(|e| err(&e))?;
-    if let Some(w) = watch {
-        cost.add(&w.finish()?);
-    }
+    let s = run_watched(&mut c.planner, p, input, admin, cost)?;
     c.shutdown().map_err(|e| err(&e))?;
     Ok((
         children_cpu() - before,

@@ -2,7 +2,7 @@
 //! process) and on two worker processes, on a corpus file, the whole corpus loaded before the
 //! clock starts.
 
-use crate::engine::runtime::watch::{Watch, WatchCost};
+use crate::engine::runtime::watch::{WatchCost, run_watched};
 use crate::engine::runtime::{app_pipeline, sig, worker_processes, worker_threads};
 use crate::report::{Output, Report, Table};
 use crate::settings::Scope;
@@ -112,27 +112,13 @@ fn run_once(
     c.planner.install(RoutingPlan { epoch: 1, placement, keys }).map_err(|e| err(&e))?;
     let input = Input {
         source: SourceId(0),
-        reader: Box::new(MemoryLines::new(lines.clone(), 0, 1)),
+        reader: clasp_core::source::from_lines(
+            Box::new(MemoryLines::new(lines.clone(), 0, 1)),
+            None,
+        ),
         rate: Box::new(|_| None),
     };
-    let watch = admin.then(|| Watch::start(p)).transpose()?;
-    let s = c
-        .planner
-        .run(
-            vec![input],
-            None,
-            |_| {},
-            |planner, progress| {
-                if let Some(w) = &watch {
-                    w.observe(planner, progress);
-                }
-                Ok(())
-            },
-        )
-        .map_err(|e| err(&e))?;
-    if let Some(w) = watch {
-        cost.add(&w.finish()?);
-    }
+    let s = run_watched(&mut c.planner, p, input, admin, cost)?;
     c.shutdown().map_err(|e| err(&e))?;
     if s.operators[1].records != total_words {
         return Err(BenchError::Run(format!(

@@ -31,6 +31,7 @@ use crate::error::EdgeError;
 use crate::input::{self, InputSpec, Replay, ReplayInput, Share};
 use crate::protocol::ToDevice;
 use crate::subgraph::{self, CloudGraph};
+use clasp_core::source::from_lines;
 use clasp_core::sync::lock;
 use clasp_core::{Pipeline, Registry};
 use clasp_plan::edgecut::{CostModel, Devices};
@@ -162,7 +163,7 @@ impl Cloud {
         }
         drop(senders);
         let outcome = match cluster.as_mut() {
-            Some(c) => self.run_runtime(c, receivers, held),
+            Some(c) => self.run_runtime(c, receivers, held, registry),
             None => self.run_direct(receivers, held, sink.take().expect("unused")),
         };
         let makespan_s = started.elapsed().as_secs_f64();
@@ -236,11 +237,15 @@ impl Cloud {
         cp: &Pipeline,
         receivers: Vec<Receiver<Frame>>,
         held: Vec<(clasp_core::SourceId, InputSpec)>,
+        registry: &Registry,
     ) -> Result<Vec<Input>, EdgeError> {
+        let event_times =
+            registry.event_times(cp).map_err(|e| EdgeError::Runtime(e.to_string()))?;
         let mut inputs = Vec::new();
         for (c, rx) in self.graph.ingress.iter().zip(receivers) {
             let source = cp.source_id(&c.name).expect("the cloud part has a source per connector");
             let reader = Box::new(ConnectorInput::new(rx, self.opts.idle));
+            let reader = from_lines(reader, event_times[source.index()].clone());
             inputs.push(Input { source, reader, rate: Box::new(|_| None) });
         }
         for (s, spec) in held {
@@ -251,7 +256,10 @@ impl Cloud {
             let paced = self.opts.speed > 0.0;
             inputs.push(Input {
                 source,
-                reader: Box::new(ReplayInput(replay)),
+                reader: from_lines(
+                    Box::new(ReplayInput(replay)),
+                    event_times[source.index()].clone(),
+                ),
                 rate: Box::new(move |_| paced.then_some(per_request)),
             });
         }
@@ -263,9 +271,10 @@ impl Cloud {
         cluster: &mut Cluster,
         receivers: Vec<Receiver<Frame>>,
         held: Vec<(clasp_core::SourceId, InputSpec)>,
+        registry: &Registry,
     ) -> Result<(Latency, u64, u64), EdgeError> {
         let cp = self.graph.pipeline.as_ref().expect("a runtime run has a cloud pipeline");
-        let inputs = self.inputs(cp, receivers, held)?;
+        let inputs = self.inputs(cp, receivers, held, registry)?;
         let summary = cluster
             .planner
             .run(inputs, None, |_| {}, |_, _| Ok(()))

@@ -7,8 +7,8 @@ use crate::fault::manifest::{FORMAT, SourceMark};
 use crate::fault::store::tests::redis_store;
 use crate::fault::store::{CheckpointStore, DirStore};
 use crate::wire::{BlobIndex, GroupIndex};
-use clasp_core::input::SourcePosition;
 use clasp_core::placement::{KeyAssignment, Placement};
+use clasp_core::source::SourcePosition;
 use clasp_core::{KeyGroup, OperatorId, WorkerId};
 
 const GROUPS: u32 = 8;
@@ -46,7 +46,8 @@ fn write_checkpoint(s: &dyn CheckpointStore, p: &Pipeline, id: u64) {
         requests: id * 100,
         sources: vec![SourceMark {
             source: "lines".into(),
-            position: Some(SourcePosition::Records(id)),
+            position: Some(SourcePosition::at(id)),
+            watermark: None,
         }],
         placement: Placement::single_worker(p, &[]),
         keys: KeyAssignment {

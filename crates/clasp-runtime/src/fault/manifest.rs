@@ -7,8 +7,8 @@
 
 use crate::wire::BlobIndex;
 use clasp_core::Pipeline;
-use clasp_core::input::SourcePosition;
 use clasp_core::placement::{KeyAssignment, Placement};
+use clasp_core::source::SourcePosition;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -38,6 +38,9 @@ pub struct SourceMark {
     pub source: String,
     /// Its position after the last input before the boundary (`None`: nothing read yet).
     pub position: Option<SourcePosition>,
+    /// Its watermark there (`None`: no event time read yet).
+    #[serde(default)]
+    pub watermark: Option<u64>,
 }
 
 /// The output file at a commit.
@@ -176,7 +179,8 @@ mod tests {
             requests: 100,
             sources: vec![SourceMark {
                 source: "lines".into(),
-                position: Some(SourcePosition::Bytes(42)),
+                position: Some(SourcePosition::at(42)),
+                watermark: Some(7),
             }],
             keys: KeyAssignment { groups: 16, owners: vec![Vec::new(); p.operators.len()] },
             placement,

@@ -10,7 +10,7 @@ use super::{CheckpointRecord, FaultNote, FaultTolerance, RecoveryRecord};
 use crate::cluster::WorkerPool;
 use crate::job::RescaleAt;
 use crate::observe::Observatory;
-use crate::planner::{CheckpointBoundary, Planner, PlannerError, Progress, RunHooks};
+use crate::planner::{CheckpointBoundary, Planner, PlannerError, Progress, ReplayPoint, RunHooks};
 use crate::routing::RoutingPlan;
 use crate::scaling::{ScalingError, ScalingEvent, ScalingLoop};
 use crate::wire::{CheckpointWritten, GroupIndex, RestoreGroup, RestoreOrder};
@@ -376,6 +376,7 @@ fn fault_error(what: &str, e: impl std::fmt::Display) -> PlannerError {
 
 /// The manifest of a checkpoint whose workers all wrote.
 fn manifest_of(planner: &Planner, f: &FaultRun, b: &CheckpointBoundary, _epoch: u64) -> Manifest {
+    let replay = |s: clasp_core::SourceId| b.positions.get(s.index()).cloned().flatten();
     let p = planner.pipeline();
     let output = b.output.as_ref().map(|mark| {
         let before = std::fs::metadata(&mark.path).map_or(0, |m| m.len());
@@ -401,7 +402,8 @@ fn manifest_of(planner: &Planner, f: &FaultRun, b: &CheckpointBoundary, _epoch: 
             .iter()
             .map(|s| SourceMark {
                 source: s.name.clone(),
-                position: b.positions.get(s.id.index()).copied().flatten(),
+                position: replay(s.id).map(|r| r.position.clone()),
+                watermark: replay(s.id).and_then(|r| r.watermark),
             })
             .collect(),
         placement: b.routing.placement.clone(),
@@ -467,9 +469,10 @@ pub(crate) fn positions_of(
     p: &clasp_core::Pipeline,
     manifest: Option<&Manifest>,
     resumed: Option<&Manifest>,
-) -> Vec<Option<clasp_core::input::SourcePosition>> {
+) -> Vec<Option<ReplayPoint>> {
     let of = |m: Option<&Manifest>, name: &str| {
-        m.and_then(|m| m.sources.iter().find(|s| s.source == name)).and_then(|s| s.position)
+        let mark = m.and_then(|m| m.sources.iter().find(|s| s.source == name))?;
+        Some(ReplayPoint { position: mark.position.clone()?, watermark: mark.watermark })
     };
-    p.sources.iter().map(|s| of(manifest, &s.name).or(of(resumed, &s.name))).collect()
+    p.sources.iter().map(|s| of(manifest, &s.name).or_else(|| of(resumed, &s.name))).collect()
 }

@@ -1,15 +1,18 @@
-//! End-to-end tracking of input chains by returned credit.
+//! End-to-end tracking of input chains by returned credit. Chains of fired timers are tracked
+//! for completion only: they are no input's latency.
 
 use crate::request::FULL_CREDIT;
 use crate::wire::CreditReturn;
 use hdrhistogram::Histogram;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 #[derive(Debug)]
 struct Open {
     start_ns: u64,
     missing: u64,
     latest_ns: u64,
+    /// Whether its completion counts in the latency and throughput statistics.
+    counted: bool,
     bytes: u64,
 }
 
@@ -17,7 +20,7 @@ struct Open {
 #[derive(Debug)]
 pub struct Chains {
     next: u64,
-    open: HashMap<u64, Open>,
+    open: BTreeMap<u64, Open>,
     origin_ns: u64,
     /// Latency of every completed chain (µs).
     pub total: Histogram<u64>,
@@ -42,7 +45,7 @@ impl Chains {
     pub fn new(origin_ns: u64) -> Self {
         Self {
             next: 0,
-            open: HashMap::new(),
+            open: BTreeMap::new(),
             origin_ns,
             total: histogram(),
             interval: histogram(),
@@ -58,7 +61,10 @@ impl Chains {
     pub fn open(&mut self, start_ns: u64, bytes: u64) -> u64 {
         let id = self.next;
         self.next += 1;
-        self.open.insert(id, Open { start_ns, missing: FULL_CREDIT, latest_ns: start_ns, bytes });
+        self.open.insert(
+            id,
+            Open { start_ns, missing: FULL_CREDIT, latest_ns: start_ns, counted: true, bytes },
+        );
         self.bytes += bytes;
         id
     }
@@ -70,6 +76,30 @@ impl Chains {
         self.open.clear();
         self.bytes = 0;
         n
+    }
+
+    /// Opens a chain of fired timers: tracked until complete, counted in no statistics.
+    pub fn open_uncounted(&mut self, start_ns: u64) -> u64 {
+        let id = self.open(start_ns, 0);
+        if let Some(c) = self.open.get_mut(&id) {
+            c.counted = false;
+        }
+        id
+    }
+
+    /// The oldest chain not complete yet.
+    pub fn oldest_open(&self) -> Option<u64> {
+        self.open.keys().next().copied()
+    }
+
+    /// Whether chain `id` is still open.
+    pub fn is_open(&self, id: u64) -> bool {
+        self.open.contains_key(&id)
+    }
+
+    /// The id the next chain will get.
+    pub fn next_id(&self) -> u64 {
+        self.next
     }
 
     /// Bytes of input records in chains not complete yet.
@@ -97,7 +127,9 @@ impl Chains {
             if c.missing == 0 {
                 let c = self.open.remove(&r.chain).expect("present");
                 self.bytes -= c.bytes;
-                self.complete(c.start_ns, c.latest_ns);
+                if c.counted {
+                    self.complete(c.start_ns, c.latest_ns);
+                }
                 completed += 1;
             }
         }

@@ -1,6 +1,9 @@
 //! The planner's settings.
 
 use crate::wire::{self, WorkerSettings};
+use clasp_core::Pipeline;
+use clasp_core::operator::{Registry, RegistryError};
+use clasp_core::time::TimerUse;
 use clasp_wire::Security;
 
 /// Planner settings.
@@ -39,9 +42,17 @@ pub struct PlannerConfig {
     /// A worker nothing arrived from for this long is lost (workers send heartbeats every
     /// [`crate::worker::HEARTBEAT`]); `None`: only a closed connection counts.
     pub heartbeat_timeout: Option<std::time::Duration>,
+    /// The timers each operator uses, by operator id (see [`timers_of`]); empty when unknown,
+    /// and then every operator's timers are fired as if it used event-time timers.
+    pub timers: Vec<TimerUse>,
     /// The cluster secret and TLS of every link (a cluster started here with no secret
     /// generates one; see `cluster::Cluster::start`).
     pub security: Security,
+}
+
+/// The timers the operators of `p` use, from their implementations in `registry`.
+pub fn timers_of(p: &Pipeline, registry: &Registry) -> Result<Vec<TimerUse>, RegistryError> {
+    Ok(registry.instantiate_all(p)?.iter().map(|o| o.timers()).collect())
 }
 
 impl Default for PlannerConfig {
@@ -70,6 +81,7 @@ impl Default for PlannerConfig {
             interrupt: std::sync::Arc::default(),
             stats_window_s: 10.0,
             heartbeat_timeout: None,
+            timers: Vec::new(),
             security: Security::insecure(),
         }
     }

@@ -3,7 +3,7 @@
 
 use super::chains::Chains;
 use super::dispatch::spawn_dispatcher;
-use super::ingress::{IngressControl, IngressThread, Input, Queued, spawn_ingress};
+use super::ingress::{IngressControl, IngressThread, Input, Queued, ReplayPoint, spawn_ingress};
 use super::membership::Event;
 use super::stall::StallWatch;
 use super::{Planner, PlannerError, stats};
@@ -151,6 +151,40 @@ impl Planner {
         parts: &clasp_core::placement::MigrationPlan,
     ) -> Result<stats::MigrationRecord, PlannerError> {
         self.check_groups(&plan)?;
+        self.hold_firings();
+        let result = self.migrate_now(plan, parts);
+        lock(&self.shared.clock).resume();
+        self.shared.poll_clock();
+        result
+    }
+
+    /// Holds new firings of timers back and waits for the one running, so that no timer
+    /// fires while key groups move.
+    fn hold_firings(&self) {
+        lock(&self.shared.clock).pause();
+        let mut chains = lock(&self.shared.chains);
+        loop {
+            let firing = {
+                let mut clock = lock(&self.shared.clock);
+                clock.poll(&mut chains, now_ns());
+                clock.is_firing()
+            };
+            if !firing {
+                return;
+            }
+            chains = clasp_core::sync::wait_timeout(
+                &self.shared.chains_done,
+                chains,
+                Duration::from_millis(20),
+            );
+        }
+    }
+
+    fn migrate_now(
+        &mut self,
+        plan: RoutingPlan,
+        parts: &clasp_core::placement::MigrationPlan,
+    ) -> Result<stats::MigrationRecord, PlannerError> {
         let issued = Instant::now();
         let epoch = plan.epoch;
         let involved: Vec<WorkerId> = parts.workers.iter().map(|p| p.worker).collect();
@@ -236,6 +270,12 @@ impl Planner {
         self.origin = started;
         self.origin_ns = now_ns();
         *lock(&self.shared.chains) = Chains::new(self.origin_ns);
+        let watermarks = std::mem::take(&mut self.resumed_watermarks);
+        *lock(&self.shared.clock) = super::clock::Clock::restarted(
+            &self.shared.pipeline,
+            &self.shared.config.timers,
+            &watermarks,
+        );
         self.shared.discarding.store(false, Ordering::Release);
         self.shared.dropped.store(0, Ordering::Release);
         let (queue_tx, queue_rx) =
@@ -245,9 +285,15 @@ impl Planner {
         let controls: Vec<Arc<IngressControl>> =
             inputs.iter().map(|_| Arc::new(IngressControl::default())).collect();
         let mut by_source = vec![None; self.shared.pipeline.sources.len()];
-        for i in &inputs {
+        for (i, control) in inputs.iter().zip(&controls) {
+            let watermark = watermarks.get(i.source.index()).copied().flatten();
+            let start = ReplayPoint { position: i.reader.position(), watermark };
+            if watermark.is_some() {
+                // A resumed source goes on from its checkpoint's watermark.
+                control.release(Some(start.clone()));
+            }
             if let Some(slot) = by_source.get_mut(i.source.index()) {
-                *slot = i.reader.position();
+                *slot = Some(start);
             }
         }
         self.start_positions = by_source.clone();
@@ -334,7 +380,12 @@ impl Planner {
                 (c.in_flight(), c.completed)
             };
             let drained = inputs_done && all_taken;
-            if drained && in_flight == 0 {
+            if drained {
+                let last = lock(&self.shared.chains).next_id().checked_sub(1);
+                lock(&self.shared.clock).inputs_ended(last);
+            }
+            self.shared.poll_clock();
+            if drained && in_flight == 0 && lock(&self.shared.clock).finished() {
                 match hooks.drained(self) {
                     Ok(true) => break,
                     Ok(false) => continue,

@@ -5,12 +5,11 @@
 //! replay point), and parks when the planner pauses it (a checkpoint's boundary, a recovery).
 
 use super::Shared;
-use super::ingress::Queued;
+use super::ingress::{Queued, ReplayPoint};
 use crate::migration;
 use crate::request::{FULL_CREDIT, Request, split_credit};
 use crate::wire::{self, Message};
 use crate::worker::executor::now_ns;
-use clasp_core::input::SourcePosition;
 use clasp_core::rng::independent_stream;
 use clasp_core::sync::{lock, wait_timeout};
 use clasp_core::{Batch, Endpoint, Pipeline, WorkerId};
@@ -35,13 +34,13 @@ struct GateState {
     paused: bool,
     parked: bool,
     /// Per source: its position after the last request dispatched (`None`: none yet).
-    positions: Vec<Option<SourcePosition>>,
+    positions: Vec<Option<ReplayPoint>>,
 }
 
 impl DispatchGate {
     /// Pauses the dispatcher and waits until it parked (or `finished` says it exited); returns
     /// the sources' positions after the last requests dispatched.
-    pub(super) fn pause(&self, finished: impl Fn() -> bool) -> Vec<Option<SourcePosition>> {
+    pub(super) fn pause(&self, finished: impl Fn() -> bool) -> Vec<Option<ReplayPoint>> {
         let mut s = lock(&self.state);
         s.paused = true;
         self.changed.notify_all();
@@ -58,7 +57,7 @@ impl DispatchGate {
     }
 
     /// Sets the sources' positions (a recovery rewinds them).
-    pub(super) fn set_positions(&self, positions: Vec<Option<SourcePosition>>) {
+    pub(super) fn set_positions(&self, positions: Vec<Option<ReplayPoint>>) {
         lock(&self.state).positions = positions;
     }
 
@@ -77,14 +76,12 @@ impl DispatchGate {
         true
     }
 
-    fn dispatched_from(&self, source: usize, position: Option<SourcePosition>) {
+    fn dispatched_from(&self, source: usize, position: ReplayPoint) {
         let mut s = lock(&self.state);
         if s.positions.len() <= source {
             s.positions.resize(source + 1, None);
         }
-        if position.is_some() {
-            s.positions[source] = position;
-        }
+        s.positions[source] = Some(position);
     }
 }
 
@@ -142,7 +139,8 @@ pub(super) fn spawn_dispatcher(
                     }
                     c.open(item.origin_ns.unwrap_or_else(now_ns), bytes)
                 };
-                gate.dispatched_from(item.source.index(), item.position);
+                let replay = ReplayPoint { position: item.position, watermark: item.advanced };
+                gate.dispatched_from(item.source.index(), replay);
                 gate.dispatched.fetch_add(1, Ordering::Release);
                 let routing = shared.routing();
                 let outs = &entries[item.source.index()];
@@ -158,6 +156,7 @@ pub(super) fn spawn_dispatcher(
                             let batch = take_or_clone(&mut records, i + 1 == outs.len());
                             let mut req = Request::new(op, port, chain, routing.epoch, batch);
                             req.credit = share;
+                            req.watermark = item.watermark;
                             parts.extend(migration::reroute(req, &routing, not_a_worker, &mut rng));
                         }
                         Endpoint::Sink(s) => {
@@ -176,6 +175,9 @@ pub(super) fn spawn_dispatcher(
                 for (w, req) in parts.drain(..) {
                     shared.send(w, Message::Request(req));
                 }
+                if item.advanced != item.watermark {
+                    lock(&shared.clock).dispatched(chain, item.source, item.advanced);
+                }
                 if leftover > 0 {
                     shared.settle(&[wire::CreditReturn {
                         chain,
@@ -183,6 +185,7 @@ pub(super) fn spawn_dispatcher(
                         done_ns: now_ns(),
                     }]);
                 }
+                shared.poll_clock();
             }
         })
         .expect("spawn dispatcher")

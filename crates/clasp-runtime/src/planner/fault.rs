@@ -3,13 +3,14 @@
 //! groups marked, dispatch resumed) and the steps of a recovery (everything in flight dropped,
 //! workers rolled back, state restored, sources rewound).
 
+use super::clock::Clock;
+use super::ingress::ReplayPoint;
 use super::membership::{Event, FaultEvent};
 use super::{Planner, PlannerError};
 use crate::fault::output::OutputMark;
 use crate::routing::{Routing, RoutingPlan};
 use crate::wire::{CheckpointOrder, CheckpointWritten, Message, RestoreOrder, Restored};
 use clasp_core::WorkerId;
-use clasp_core::input::SourcePosition;
 use clasp_core::sync::{lock, write};
 use crossbeam_channel::RecvTimeoutError;
 use std::sync::Arc;
@@ -25,8 +26,8 @@ pub struct CheckpointBoundary {
     pub epoch: u64,
     /// The routing at the boundary.
     pub routing: RoutingPlan,
-    /// Each source's position after the last request before the boundary.
-    pub positions: Vec<Option<SourcePosition>>,
+    /// Each source's replay point after the last request before the boundary.
+    pub positions: Vec<Option<ReplayPoint>>,
     /// Input requests dispatched before the boundary.
     pub requests: u64,
     /// The workers that mark and write.
@@ -68,8 +69,13 @@ impl Planner {
         blob: impl Fn(WorkerId) -> String,
     ) -> Result<CheckpointBoundary, PlannerError> {
         let at = Instant::now();
+        // No timers fire across the boundary: a firing is a chain, and the state marked must
+        // hold exactly the chains before it.
+        lock(&self.shared.clock).pause();
         let result = self.boundary_paused(id, store, &blob, at);
+        lock(&self.shared.clock).resume();
         self.shared.dispatch.resume();
+        self.shared.poll_clock();
         result
     }
 
@@ -287,16 +293,21 @@ impl Planner {
     }
 
     /// The last step of a recovery: the planner routes by `plan`, the sources go back to
-    /// `positions` (from their start where `None`), and dispatch resumes.
-    pub fn resume_from(&mut self, plan: RoutingPlan, positions: &[Option<SourcePosition>]) {
+    /// `positions` (from their start where `None`) with the watermarks they had there, and
+    /// dispatch resumes.
+    pub fn resume_from(&mut self, plan: RoutingPlan, positions: &[Option<ReplayPoint>]) {
         *write(&self.shared.routing) = Arc::new(Routing::new(&self.shared.pipeline, plan));
         let controls = lock(&self.shared.ingress).clone();
         let mut rewound = self.start_positions.clone();
         for (source, c) in &controls {
-            let to = positions.get(*source).copied().flatten().or(rewound[*source]);
-            rewound[*source] = to;
+            let to = positions.get(*source).cloned().flatten().or_else(|| rewound[*source].clone());
+            rewound[*source] = to.clone();
             c.release(to);
         }
+        let watermarks: Vec<Option<u64>> =
+            rewound.iter().map(|r| r.as_ref().and_then(|r| r.watermark)).collect();
+        let p = &self.shared.pipeline;
+        *lock(&self.shared.clock) = Clock::restarted(p, &self.shared.config.timers, &watermarks);
         self.shared.dispatch.set_positions(rewound);
         self.shared.dispatch.resume();
     }

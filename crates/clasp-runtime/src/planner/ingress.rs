@@ -4,14 +4,19 @@
 //! A source's thread stays alive after its input ended, so that a recovery can send it back
 //! to a checkpoint's position: [`IngressControl`] holds it at the top of its loop (dropping
 //! the batch it was reading), the planner empties the queue, and it resumes from the position
-//! it is given.
+//! it is given, with the watermark it had there.
+//!
+//! Each request carries the source's watermark when it entered and after its records (see
+//! `clock`).
 
 use super::{PlannerError, Shared};
 use crate::source::{Pacer, RateFn};
 use clasp_core::Batch;
 use clasp_core::SourceId;
-use clasp_core::input::{InputRecord, LineSource, Next, SourcePosition};
+use clasp_core::input::{InputRecord, Next};
+use clasp_core::source::{self, Source, SourcePosition};
 use clasp_core::sync::{lock, wait_timeout};
+use clasp_core::time::BoundedOutOfOrderness;
 use crossbeam_channel::Sender;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -34,8 +39,8 @@ pub struct InputCounters {
 pub struct Input {
     /// The source it feeds.
     pub source: SourceId,
-    /// Its records.
-    pub reader: Box<dyn LineSource>,
+    /// Its records (a line source joins through [`clasp_core::source::from_lines`]).
+    pub reader: Box<dyn Source>,
     /// How fast (requests/s over time).
     pub rate: RateFn,
 }
@@ -53,7 +58,22 @@ pub(super) struct Queued {
     /// When the oldest record's chain started, if before the planner read it.
     pub(super) origin_ns: Option<u64>,
     /// The source's position after this batch.
-    pub(super) position: Option<SourcePosition>,
+    pub(super) position: SourcePosition,
+    /// The source's watermark before these records (their lateness is judged against it).
+    pub(super) watermark: Option<u64>,
+    /// The source's watermark after them.
+    pub(super) advanced: Option<u64>,
+}
+
+/// Where a source can be sent back to (a checkpoint's replay point): its position after a
+/// request, and its watermark after that request's records.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReplayPoint {
+    /// The source's position.
+    pub position: SourcePosition,
+    /// Its watermark there (`None`: no event time read yet).
+    #[serde(default)]
+    pub watermark: Option<u64>,
 }
 
 /// Bytes of a request frame besides its records: the message's fields and each record's
@@ -66,7 +86,7 @@ struct IngressState {
     parked: bool,
     exited: bool,
     ended: bool,
-    seek: Option<SourcePosition>,
+    seek: Option<ReplayPoint>,
 }
 
 /// Holds and rewinds one source's thread.
@@ -97,7 +117,7 @@ impl IngressControl {
     }
 
     /// Lets a held thread go on, from `seek` when given.
-    pub(super) fn release(&self, seek: Option<SourcePosition>) {
+    pub(super) fn release(&self, seek: Option<ReplayPoint>) {
         let mut s = lock(&self.state);
         s.hold = false;
         if seek.is_some() {
@@ -125,11 +145,20 @@ pub(super) struct IngressThread {
     pub(super) control: Arc<IngressControl>,
 }
 
+/// Where a request leaves its source: the position after it, and the watermark before and
+/// after its records.
+struct Marks {
+    position: SourcePosition,
+    entered: Option<u64>,
+    advanced: Option<u64>,
+}
+
 /// What happened at the top of the loop.
 enum Top {
-    /// Read on; `rewound`: the source was sent back to another position.
+    /// Read on; `rewound`: the source was sent back to another position, where it had this
+    /// watermark.
     Read {
-        rewound: bool,
+        rewound: Option<Option<u64>>,
     },
     Stop,
 }
@@ -145,7 +174,7 @@ impl IngressThread {
     fn top(&mut self) -> Top {
         let c = self.control.clone();
         let mut s = lock(&c.state);
-        let mut rewound = false;
+        let mut rewound = None;
         loop {
             if self.stop.load(Ordering::Acquire) {
                 return Top::Stop;
@@ -158,12 +187,12 @@ impl IngressThread {
             }
             s.parked = false;
             if let Some(to) = s.seek.take() {
-                if let Err(e) = self.input.reader.seek(to) {
+                if let Err(e) = self.input.reader.seek(&to.position) {
                     drop(s);
-                    self.fail(format!("going back to {to}: {e}"));
+                    self.fail(format!("going back to a checkpoint's position: {e}"));
                     return Top::Stop;
                 }
-                rewound = true;
+                rewound = Some(to.watermark);
             }
             if !s.ended {
                 return Top::Read { rewound };
@@ -190,14 +219,21 @@ impl IngressThread {
         let mut rec = InputRecord::default();
         // A record read and not yet in a request (it opens the next one), and the source's
         // position before it (the position after the request it did not fit).
-        let mut pending: Option<Option<SourcePosition>> = None;
+        let mut pending: Option<SourcePosition> = None;
         let mut oversized = 0u64;
+        let mut bounded = BoundedOutOfOrderness::new(source.out_of_orderness);
+        let mut watermark = None;
         'outer: loop {
             match self.top() {
                 Top::Stop => return,
-                // A rewound source reads the pending record again.
-                Top::Read { rewound: true } => pending = None,
-                Top::Read { rewound: false } => {}
+                // A rewound source reads the pending record again, and its watermark goes on
+                // from the checkpoint's: the largest time before it is already in that.
+                Top::Read { rewound: Some(at) } => {
+                    pending = None;
+                    bounded = BoundedOutOfOrderness::new(source.out_of_orderness);
+                    watermark = at;
+                }
+                Top::Read { rewound: None } => {}
             }
             let mut batch = Batch::with_capacity(batch_size.min(4096), 64 << 10);
             let mut origin_ns: Option<u64> = None;
@@ -206,6 +242,7 @@ impl IngressThread {
             while batch.len() < batch_size {
                 if pending.is_none() {
                     let before = self.input.reader.position();
+                    source::reset(&mut rec);
                     match self.input.reader.next_record(&mut rec) {
                         Ok(Next::Record) => pending = Some(before),
                         Ok(Next::Idle) if batch.is_empty() => {
@@ -241,20 +278,32 @@ impl IngressThread {
                 }
                 // The record that would take the request past its bytes opens the next.
                 if !batch.is_empty() && batch.byte_len() + size > max_bytes {
-                    position_after = pending.flatten();
+                    position_after = pending.clone();
                     break;
                 }
-                batch.push(key, &rec.value);
+                batch.push_timed(key, &rec.value, rec.time);
+                if let Some(t) = rec.time {
+                    bounded.observe(t);
+                }
                 pending = None;
                 if let Some(o) = rec.origin_ns {
                     origin_ns = Some(origin_ns.map_or(o, |m| m.min(o)));
                 }
             }
             // The position after the request: before the pending record, if one is.
-            let position =
-                if pending.is_some() { position_after } else { self.input.reader.position() };
-            if !batch.is_empty() && !self.send(&mut pacer, batch, origin_ns, position) {
-                continue;
+            let position = match position_after {
+                Some(p) if pending.is_some() => p,
+                _ => self.input.reader.position(),
+            };
+            if !batch.is_empty() {
+                let entered = watermark;
+                let advanced =
+                    self.input.reader.watermark().or_else(|| bounded.watermark()).max(watermark);
+                let marks = Marks { position, entered, advanced };
+                if !self.send(&mut pacer, batch, origin_ns, marks) {
+                    continue;
+                }
+                watermark = advanced;
             }
             if end {
                 if oversized > 0 {
@@ -273,13 +322,7 @@ impl IngressThread {
     }
 
     /// Paces and queues one request; `false` when a hold or the stop dropped it.
-    fn send(
-        &self,
-        pacer: &mut Pacer,
-        batch: Batch,
-        origin_ns: Option<u64>,
-        position: Option<SourcePosition>,
-    ) -> bool {
+    fn send(&self, pacer: &mut Pacer, batch: Batch, origin_ns: Option<u64>, marks: Marks) -> bool {
         loop {
             if self.stop.load(Ordering::Acquire) || self.control.held() {
                 return false;
@@ -307,7 +350,15 @@ impl IngressThread {
             std::thread::sleep(Duration::from_millis(1));
         }
         shared.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
-        let mut item = Queued { source: self.input.source, batch, origin_ns, position };
+        let Marks { position, entered, advanced } = marks;
+        let mut item = Queued {
+            source: self.input.source,
+            batch,
+            origin_ns,
+            position,
+            watermark: entered,
+            advanced,
+        };
         // A full queue holds the source back (unthrottled input retries).
         loop {
             match self.queue.send_timeout(item, Duration::from_millis(50)) {

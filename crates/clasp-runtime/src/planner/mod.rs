@@ -6,6 +6,7 @@
 //! - `membership`: accepting and registering workers, their slots and receiving threads;
 //! - `ingress`: one thread per [`Input`], paced by its rate, into the incoming queue;
 //! - `dispatch`: the scheduling engine that opens a chain per input request and routes it;
+//! - `clock`: watermarks and the firing of timers;
 //! - `control`: installs, migrations, the run loop and its [`Progress`];
 //! - `stall`: the watch that ends a run whose chains stopped completing;
 //! - `sinks`: where sink records go ([`SinkOutput`]); `state_dump`: the workers' keyed state;
@@ -13,6 +14,7 @@
 //!   views for observers.
 
 pub mod chains;
+mod clock;
 mod config;
 mod control;
 mod dispatch;
@@ -26,21 +28,23 @@ mod state_dump;
 pub mod stats;
 mod totals;
 
-pub use config::PlannerConfig;
+pub use config::{PlannerConfig, timers_of};
 pub use control::{Progress, RunHooks};
 pub use error::PlannerError;
 pub use fault::{CheckpointBoundary, RecoveryWaitError};
-pub use ingress::{Input, InputCounters};
+pub use ingress::{Input, InputCounters, ReplayPoint};
 pub use membership::{Event, FaultEvent};
 pub use sinks::{DiscardSink, JsonLinesSink, SinkOutput};
 pub use totals::{Totals, WorkerInfo};
 
+use crate::request::Request;
 use crate::routing::{Routing, RoutingPlan};
 use crate::wire::{self, Message};
 use crate::worker::executor::now_ns;
 use chains::Chains;
 use clasp_core::sync::{lock, read};
 use clasp_core::{Pipeline, WorkerId};
+use clock::{Clock, Firing};
 use crossbeam_channel::{Receiver, Sender};
 use dispatch::DispatchGate;
 use ingress::IngressControl;
@@ -58,6 +62,7 @@ struct Shared {
     routing: RwLock<Arc<Routing>>,
     chains: Mutex<Chains>,
     chains_done: Condvar,
+    clock: Mutex<Clock>,
     events: Sender<Event>,
     sink: Mutex<Box<dyn SinkOutput>>,
     sink_records: AtomicU64,
@@ -97,10 +102,52 @@ impl Shared {
         }
     }
 
-    /// Applies returned credit and wakes the dispatcher when chains completed.
+    /// Applies returned credit and wakes the dispatcher when chains completed; starts the
+    /// firing of timers that became due.
     fn settle(&self, returns: &[wire::CreditReturn]) {
-        if lock(&self.chains).settle(returns, now_ns()) > 0 {
+        let mut chains = lock(&self.chains);
+        if chains.settle(returns, now_ns()) > 0 {
+            let firing = lock(&self.clock).poll(&mut chains, now_ns());
+            drop(chains);
             self.chains_done.notify_all();
+            if let Some(f) = firing {
+                self.start_firing(f);
+            }
+        }
+    }
+
+    /// Starts firings that are due (after a dispatch, a tick or a migration).
+    fn poll_clock(&self) {
+        let firing = {
+            let mut chains = lock(&self.chains);
+            let mut clock = lock(&self.clock);
+            clock.tick(Instant::now(), now_ns());
+            clock.poll(&mut chains, now_ns())
+        };
+        if let Some(f) = firing {
+            self.start_firing(f);
+        }
+    }
+
+    /// Sends a firing to every worker hosting its operator, its chain's credit split among them.
+    fn start_firing(&self, f: Firing) {
+        let routing = self.routing();
+        let hosts: Vec<WorkerId> =
+            (0..routing.workers()).map(WorkerId).filter(|w| routing.hosts(f.op, *w)).collect();
+        if hosts.is_empty() {
+            self.settle(&[wire::CreditReturn {
+                chain: f.chain,
+                credit: crate::request::FULL_CREDIT,
+                done_ns: now_ns(),
+            }]);
+            return;
+        }
+        let shares = crate::request::split_credit(crate::request::FULL_CREDIT, hosts.len());
+        for (w, credit) in hosts.into_iter().zip(shares) {
+            let mut req = Request::new(f.op, 0, f.chain, routing.epoch, clasp_core::Batch::new());
+            req.credit = credit;
+            req.fire = Some(f.fire);
+            self.send(w, Message::Request(req));
         }
     }
 }
@@ -124,7 +171,10 @@ pub struct Planner {
     queue: Option<Receiver<ingress::Queued>>,
     /// Each source's position when the run started (where a recovery without a checkpoint
     /// rewinds it to).
-    start_positions: Vec<Option<clasp_core::input::SourcePosition>>,
+    start_positions: Vec<Option<ReplayPoint>>,
+    /// The sources' watermarks where a resumed job's next run starts (see
+    /// [`Planner::resume_watermarks`]).
+    resumed_watermarks: Vec<Option<u64>>,
     /// Called once a migration's orders went out, with the running workers and their
     /// process ids (fault injection).
     migration_hook: Option<MigrationHook>,
@@ -163,6 +213,7 @@ impl Planner {
         };
         let (events_tx, events) = crossbeam_channel::unbounded();
         let origin_ns = now_ns();
+        let clock = Clock::new(&pipeline, &config.timers);
         let shared = Arc::new(Shared {
             routing: RwLock::new(Arc::new(Routing::new(&pipeline, empty))),
             pipeline,
@@ -170,6 +221,7 @@ impl Planner {
             workers: Mutex::new(Vec::new()),
             chains: Mutex::new(Chains::new(origin_ns)),
             chains_done: Condvar::new(),
+            clock: Mutex::new(clock),
             events: events_tx,
             sink: Mutex::new(sink),
             sink_records: AtomicU64::new(0),
@@ -198,6 +250,7 @@ impl Planner {
             fault_inbox: Vec::new(),
             queue: None,
             start_positions: Vec::new(),
+            resumed_watermarks: Vec::new(),
             migration_hook: None,
         })
     }
@@ -220,6 +273,12 @@ impl Planner {
     /// The routing in force.
     pub fn routing(&self) -> Arc<Routing> {
         self.shared.routing()
+    }
+
+    /// The next run's sources start with these watermarks (by source): those of the checkpoint
+    /// a job resumes from, whose positions the inputs were sent to.
+    pub fn resume_watermarks(&mut self, watermarks: Vec<Option<u64>>) {
+        self.resumed_watermarks = watermarks;
     }
 
     /// Calls `hook` every time a migration's orders went out (to cause a failure during it).

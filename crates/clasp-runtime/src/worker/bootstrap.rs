@@ -150,6 +150,9 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
     }
     let _ = monitor.join();
     let _ = heartbeat.join();
+    for op in &shared.ops {
+        op.close();
+    }
     // Each link's last message: its sending thread writes what is queued before it and ends.
     for w in connected_peers(&shared) {
         shared.send_to_peer(w, Message::Shutdown);
@@ -170,8 +173,9 @@ fn build_shared(
 ) -> Result<Arc<WorkerShared>, WorkerError> {
     let slots = opts.slots;
     let pipeline = Arc::new(w.pipeline);
-    let ops = registry.instantiate_all(&pipeline)?;
+    let mut ops = registry.instantiate_all(&pipeline)?;
     let groups = w.settings.key_groups.max(1);
+    clasp_core::registry::open_all(&mut ops, &pipeline, Some(w.worker.0), groups)?;
     let stores = pipeline
         .operators
         .iter()

@@ -15,6 +15,7 @@ use crate::routing::Routing;
 use crate::service;
 use crate::wire::{CreditReturn, Message};
 use crate::worker::scheduler::Next;
+use clasp_core::frontier::Frontiers;
 use clasp_core::operator::Rejections;
 use clasp_core::rng::SeededRng;
 use clasp_core::{Batch, Emitter, Endpoint, OperatorId, SinkId, StreamId, WorkerId};
@@ -76,6 +77,8 @@ pub struct Outbox {
     // The request being executed.
     op: OperatorId,
     chain: u64,
+    /// Its chain's entry watermark, inherited by the requests it causes.
+    watermark: Option<u64>,
     ports: Vec<PortBuffer>,
     emitted: u64,
     children: Vec<(WorkerId, StreamId, Request)>,
@@ -133,6 +136,7 @@ impl Outbox {
             rng: SeededRng::seed_from_u64(seed),
             op: OperatorId(0),
             chain: 0,
+            watermark: None,
             ports: Vec::new(),
             emitted: 0,
             children: Vec::new(),
@@ -171,11 +175,12 @@ impl Outbox {
         }
     }
 
-    fn begin(&mut self, op: OperatorId, chain: u64) {
+    fn begin(&mut self, op: OperatorId, chain: u64, watermark: Option<u64>) {
         let generation = *clasp_core::sync::read(&self.shared.generation);
         self.discard_if_rolled_back(generation);
         self.op = op;
         self.chain = chain;
+        self.watermark = watermark;
         self.emitted = 0;
         let n = self.shared.targets[op.index()].len();
         let workers = self.routing.workers().max(self.shared.me.0 + 1) as usize;
@@ -189,11 +194,11 @@ impl Outbox {
     }
 
     #[inline]
-    fn route(&mut self, port: usize, hash: u64, key: &[u8], value: &[u8]) {
+    fn route(&mut self, port: usize, hash: u64, key: &[u8], value: &[u8], time: Option<u64>) {
         let target = self.shared.targets[self.op.index()][port];
         match target {
             Target::Sink(s) => {
-                self.sinks[s.index()].push_hashed(hash, key, value);
+                self.sinks[s.index()].push_hashed_timed(hash, key, value, time);
                 self.sink_records += 1;
             }
             Target::Operator { op, .. } => {
@@ -213,7 +218,7 @@ impl Outbox {
                 if w.index() >= buffers.len() {
                     buffers.resize_with(w.index() + 1, Batch::new);
                 }
-                buffers[w.index()].push_hashed(hash, key, value);
+                buffers[w.index()].push_hashed_timed(hash, key, value, time);
                 if buffers[w.index()].len() >= self.batch_size {
                     self.seal(port, w);
                 }
@@ -231,11 +236,9 @@ impl Outbox {
         let spare = self.spare.pop().unwrap_or_default();
         let batch = std::mem::replace(&mut self.ports[port].by_worker[w.index()], spare);
         self.ports[port].drawn = None;
-        self.children.push((
-            w,
-            stream,
-            Request::new(op, in_port, self.chain, self.routing.epoch, batch),
-        ));
+        let mut req = Request::new(op, in_port, self.chain, self.routing.epoch, batch);
+        req.watermark = self.watermark;
+        self.children.push((w, stream, req));
     }
 
     /// Dispatches the chained requests of the finished execution and settles its credit.
@@ -406,7 +409,7 @@ impl Emitter for Outbox {
         let hash = clasp_core::hash::key_hash(key);
         self.emitted += 1;
         for port in 0..self.shared.targets[self.op.index()].len() {
-            self.route(port, hash, key, value);
+            self.route(port, hash, key, value, None);
         }
     }
 
@@ -414,7 +417,25 @@ impl Emitter for Outbox {
     fn emit_to(&mut self, port: usize, key: &[u8], value: &[u8]) {
         if port < self.shared.targets[self.op.index()].len() {
             self.emitted += 1;
-            self.route(port, clasp_core::hash::key_hash(key), key, value);
+            self.route(port, clasp_core::hash::key_hash(key), key, value, None);
+        }
+    }
+
+    fn emit_timed(&mut self, port: Option<usize>, time: u64, key: &[u8], value: &[u8]) {
+        let hash = clasp_core::hash::key_hash(key);
+        let ports = self.shared.targets[self.op.index()].len();
+        match port {
+            None => {
+                self.emitted += 1;
+                for port in 0..ports {
+                    self.route(port, hash, key, value, Some(time));
+                }
+            }
+            Some(port) if port < ports => {
+                self.emitted += 1;
+                self.route(port, hash, key, value, Some(time));
+            }
+            Some(_) => {}
         }
     }
 }
@@ -482,14 +503,24 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
         }
         out.flush_remote_before(&counters.ops[op.index()]);
         let started = clock;
-        out.begin(op, req.chain);
-        let exec = shared.ops[op.index()].process(
-            &req.batch,
-            usize::from(req.port),
-            shared.stores[op.index()].as_ref(),
-            &mut out,
-            &mut rejects,
-        );
+        out.begin(op, req.chain, req.watermark);
+        let operator = &shared.ops[op.index()];
+        let store = shared.stores[op.index()].as_ref();
+        let exec = match req.fire {
+            Some(fire) => operator.fire(fire.domain, fire.until, store, &mut out, &mut rejects),
+            None => {
+                let late_until = if operator.timers().event {
+                    Frontiers::late_until(
+                        req.watermark,
+                        shared.pipeline.operator(op).allowed_lateness,
+                    )
+                } else {
+                    None
+                };
+                let port = usize::from(req.port);
+                operator.process(&req.batch, port, late_until, store, &mut out, &mut rejects)
+            }
+        };
         if let Some(service) = shared.pipeline.operator(op).service {
             spend_off_cpu(&shared, service.micros_for(req.batch.len()), service.mode);
         }

@@ -108,8 +108,9 @@ impl Gate {
             return None;
         }
         let (mut now, mut later) = (Batch::new(), Batch::new());
-        for r in req.batch.iter() {
-            if self.is_gated(req.op, r.hash) { later.push_record(r) } else { now.push_record(r) }
+        for (i, r) in req.batch.iter().enumerate() {
+            let part = if self.is_gated(req.op, r.hash) { &mut later } else { &mut now };
+            part.push_from(&req.batch, i);
         }
         let mut shares = split_credit(req.credit, 2);
         let part = |batch: Batch, credit: u64| Request { batch, credit, enqueued: None, ..req };

@@ -145,7 +145,11 @@ impl WorkerShared {
                     // From before a rollback.
                     continue;
                 }
-                if r.epoch > routing.epoch {
+                if r.fire.is_some() {
+                    // Timers fire where the planner sent them, on the groups held there (no
+                    // firing is sent while a migration runs).
+                    local.push(r);
+                } else if r.epoch > routing.epoch {
                     ahead.push(r);
                 } else if r.epoch == routing.epoch {
                     local.push(r);

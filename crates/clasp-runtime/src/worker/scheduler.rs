@@ -142,8 +142,7 @@ impl Scheduler {
 
     /// Gives back an instance of `op`; wakes a pause waiting for the last execution.
     fn release(&self, op: usize) {
-        self.running[op].0.fetch_sub(1, Ordering::SeqCst);
-        if self.paused.load(Ordering::SeqCst) && self.running_total() == 0 {
+        if self.give_back(op) {
             let _g = self.lock();
             self.drained.notify_all();
         }
@@ -151,10 +150,15 @@ impl Scheduler {
 
     /// [`Self::release`] for a caller holding the queue's lock.
     fn release_locked(&self, op: usize) {
-        self.running[op].0.fetch_sub(1, Ordering::SeqCst);
-        if self.paused.load(Ordering::SeqCst) && self.running_total() == 0 {
+        if self.give_back(op) {
             self.drained.notify_all();
         }
+    }
+
+    /// Gives back an instance of `op`; whether a pause now waits for nothing more.
+    fn give_back(&self, op: usize) -> bool {
+        self.running[op].0.fetch_sub(1, Ordering::SeqCst);
+        self.paused.load(Ordering::SeqCst) && self.running_total() == 0
     }
 
     /// Enqueues requests (stamping their arrival) and wakes executors for them.
@@ -262,15 +266,16 @@ impl Scheduler {
     ) -> Next {
         // The finished execution is released only once its chained requests are queued (or
         // one of them holds an instance): a pause waiting for running executions must find
-        // them in the queue, not see them queued after it took the queue out.
+        // them in the queue, and the operator's next request must not run before them, or its
+        // chained requests could overtake these and an operator see its records out of order.
         if let Some(mut request) = self.take_own(children) {
-            if let Some(op) = finished {
-                self.release(op.index());
-            }
             // The executor stays on its CPU: `on_cpu` is unchanged.
             request.enqueued = Some(now);
             if !children.is_empty() {
                 self.push_stamped(children.drain(..), now);
+            }
+            if let Some(op) = finished {
+                self.release(op.index());
             }
             return Next::Run { request, slept: false };
         }
@@ -490,6 +495,46 @@ mod tests {
         s.done(OperatorId(1));
         assert_eq!(s.take_all().iter().map(VecDeque::len).sum::<usize>(), 1);
         assert_eq!(s.load(), (0, 0));
+    }
+
+    /// Executors racing through a chain of three single-instance operators: every operator
+    /// must see its requests in the order the first one got them.
+    #[test]
+    fn chains_keep_their_order_through_single_instance_operators_under_contention() {
+        const REQUESTS: u64 = 20_000;
+        let s = std::sync::Arc::new(Scheduler::new(vec![1, 1, 1]));
+        s.push_many((0..REQUESTS).map(|i| Request { chain: i, ..req(0) }));
+        let seen = std::sync::Arc::new(Mutex::new(vec![Vec::new(), Vec::new(), Vec::new()]));
+        let done = std::sync::Arc::new(AtomicU32::new(0));
+        let executors: Vec<_> = (0..4)
+            .map(|_| {
+                let (s, seen, done) = (s.clone(), seen.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let mut finished = None;
+                    let mut children = Vec::new();
+                    loop {
+                        let next =
+                            s.next_after(finished.take(), &mut children, Instant::now(), || {});
+                        let Next::Run { request, .. } = next else { return };
+                        let op = request.op.index();
+                        seen.lock().unwrap()[op].push(request.chain);
+                        if op < 2 {
+                            children.push(Request { chain: request.chain, ..req(op as u32 + 1) });
+                        } else if done.fetch_add(1, Ordering::SeqCst) + 1 == REQUESTS as u32 {
+                            s.shutdown();
+                        }
+                        finished = Some(request.op);
+                    }
+                })
+            })
+            .collect();
+        for e in executors {
+            e.join().unwrap();
+        }
+        let in_order: Vec<u64> = (0..REQUESTS).collect();
+        for (op, chains) in seen.lock().unwrap().iter().enumerate() {
+            assert!(chains == &in_order, "operator {op} saw its requests out of order");
+        }
     }
 
     #[test]

@@ -2,15 +2,17 @@
 //! what it produced — sink records and the final keyed state — into a reference
 //! [`Outcome`], so it can be checked against `clasp_reference::expected`.
 
-use super::{config, placement_of, threads, unthrottled};
+use super::{config, placement_of, threads};
 use clasp_apps::inputs::SourceLines;
+use clasp_core::input::MemoryLines;
 use clasp_core::placement::Placement;
+use clasp_core::source::from_lines;
 use clasp_core::sync::lock;
 use clasp_core::{Batch, Pipeline};
 use clasp_reference::Outcome;
 use clasp_runtime::cluster::{Cluster, contiguous_keys, spread};
-use clasp_runtime::planner::SinkOutput;
 use clasp_runtime::planner::stats::RunSummary;
+use clasp_runtime::planner::{Input, SinkOutput};
 use clasp_runtime::routing::RoutingPlan;
 use std::sync::{Arc, Mutex};
 
@@ -103,11 +105,15 @@ pub fn run_app(p: &Pipeline, inputs: &[SourceLines], layout: Layout, opts: RunOp
     let placement = layout.placement(p);
     let keys = contiguous_keys(p, &placement, groups);
     cluster.planner.install(RoutingPlan { epoch: 1, placement, keys }).unwrap();
+    // Each source's records get their event times as `clasp run` reads them.
+    let times = clasp_apps::registry().event_times(p).unwrap_or_else(|e| panic!("{e}"));
     let feeds = inputs
         .iter()
         .map(|(source, lines)| {
             let id = p.source_id(source).unwrap_or_else(|| panic!("no source {source}"));
-            unthrottled(&Arc::new(lines.clone()), id)
+            let lines = MemoryLines::new(Arc::new(lines.clone()), 0, 1);
+            let reader = from_lines(Box::new(lines), times[id.index()].clone());
+            Input { source: id, reader, rate: Box::new(|_| None) }
         })
         .collect();
     let summary = match cluster.planner.run(feeds, None, |_| {}, |_, _| Ok(())) {

@@ -103,7 +103,10 @@ pub fn start(p: &Pipeline, workers: u32, batch_size: u32, launch: Launch) -> Clu
 pub fn unthrottled(lines: &Arc<Vec<Vec<u8>>>, source: SourceId) -> Input {
     Input {
         source,
-        reader: Box::new(MemoryLines::new(lines.clone(), 0, 1)),
+        reader: clasp_core::source::from_lines(
+            Box::new(MemoryLines::new(lines.clone(), 0, 1)),
+            None,
+        ),
         rate: Box::new(|_| None),
     }
 }
@@ -158,7 +161,10 @@ pub fn counts(dump: &[u8]) -> BTreeMap<String, u64> {
 pub fn paced(lines: &Arc<Vec<Vec<u8>>>, source: SourceId, rate: f64) -> Input {
     Input {
         source,
-        reader: Box::new(MemoryLines::new(lines.clone(), 0, 1)),
+        reader: clasp_core::source::from_lines(
+            Box::new(MemoryLines::new(lines.clone(), 0, 1)),
+            None,
+        ),
         rate: Box::new(move |_| Some(rate)),
     }
 }

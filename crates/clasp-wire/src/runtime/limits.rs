@@ -190,6 +190,9 @@ impl Validate<Limits> for Request {
             });
         };
         check_id("Request.port", u64::from(self.port), u64::from(ports))?;
+        if self.fire.is_some() {
+            check_len("Request.batch (firing timers)", self.batch.len(), 0)?;
+        }
         l.epoch("Request.epoch", self.epoch)
     }
 }

@@ -17,7 +17,7 @@ pub use checkpoint::{
 };
 pub use limits::Limits;
 pub use migration::{MigrationData, MigrationDone, MigrationOrder, StateGroup};
-pub use request::Request;
+pub use request::{Fire, Request};
 pub use routing::RoutingPlan;
 
 use crate::frame::Protocol;
@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 pub const PROTOCOL: Protocol = Protocol {
     name: "clasp",
     magic: *b"CLASP\x00\r\n",
-    version: 4,
+    version: 5,
     on_mismatch: "connection refused",
 };
 

@@ -17,7 +17,7 @@ pub fn run(args: &Args) -> Result<()> {
         let p = super::load_pipeline(path)?;
         // Builds every operator: unknown functions and parameters they refuse are caught here,
         // with the operator's file and line.
-        clasp_apps::registry().instantiate_all(&p).map_err(|e| anyhow::anyhow!("{e}"))?;
+        crate::registry().instantiate_all(&p).map_err(|e| anyhow::anyhow!("{e}"))?;
         println!("{}: pipeline `{}` is valid", path.display(), p.name);
         for &o in p.topological_order() {
             let op = p.operator(o);

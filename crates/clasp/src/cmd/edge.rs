@@ -95,13 +95,13 @@ pub fn run(args: &Args) -> Result<()> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow!("{e}"))?;
     let mode = if args.all_cloud { Mode::AllCloud } else { Mode::Cut };
-    let registry = clasp_apps::registry();
+    let registry = crate::registry();
     if let Some(id) = &args.device {
         let join = args.join.as_deref().unwrap_or_default();
         let mut opts = device_options(args, id, join, mode, inputs);
         opts.security = args.security.required("clasp edge --device")?;
         let report =
-            device::run(&p, &devices, &model, &registry, &opts).map_err(|e| anyhow!("{e}"))?;
+            device::run(&p, &devices, &model, registry, &opts).map_err(|e| anyhow!("{e}"))?;
         return print_device(&report, args.json);
     }
     if args.cloud {
@@ -114,7 +114,7 @@ pub fn run(args: &Args) -> Result<()> {
             describe(&cloud.operators()),
             devices.devices.len()
         );
-        let report = cloud.run(&registry, sink(args)?).map_err(|e| anyhow!("{e}"))?;
+        let report = cloud.run(registry, sink(args)?).map_err(|e| anyhow!("{e}"))?;
         return finish_cloud(args, &report, &[]);
     }
     if args.embedded {
@@ -202,7 +202,7 @@ fn run_embedded(
     o.flush = Duration::from_millis(args.flush_ms.max(1));
     o.cloud = cloud_options(args, mode, inputs);
     o.cloud.security = args.security.own_cluster()?;
-    let report = embedded::run(p, devices, model, &clasp_apps::registry(), &o, sink(args)?)
+    let report = embedded::run(p, devices, model, crate::registry(), &o, sink(args)?)
         .map_err(|e| anyhow!("{e}"))?;
     finish_cloud(args, &report.cloud, &report.devices)
 }

@@ -24,7 +24,8 @@ pub struct Args {
     /// faasflow-sp, zhang24-sp or static.
     #[arg(long)]
     pub policy: Option<Policy>,
-    /// Input pattern: constant, unthrottled, burst, gradual or trace:FILE.
+    /// Input pattern: constant, unthrottled, burst, gradual, gradual:STAGE_S (every stage that
+    /// many seconds) or trace:FILE.
     #[arg(long, default_value = "constant")]
     pub pattern: PatternSpec,
     /// Input rate in requests per second (> 0): the constant rate, or the maximum of burst and

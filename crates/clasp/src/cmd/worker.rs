@@ -35,5 +35,5 @@ pub fn run(args: &Args) -> Result<()> {
         id: args.id.map(WorkerId),
         security: args.security.required("clasp worker")?,
     };
-    worker::run(join, &clasp_apps::registry(), &opts).map_err(|e| anyhow!("worker: {e}"))
+    worker::run(join, crate::registry(), &opts).map_err(|e| anyhow!("worker: {e}"))
 }

@@ -8,7 +8,8 @@ use clasp_admin::AdminServer;
 use clasp_core::Pipeline;
 use clasp_plan::autoscaler::Mode;
 use clasp_runtime::observe::Observatory;
-use clasp_runtime::planner::{Planner, Progress};
+use clasp_runtime::planner::stats::RunSummary;
+use clasp_runtime::planner::{Input, Planner, Progress};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -170,6 +171,35 @@ fn thread_cpu(name: &str) -> Option<Duration> {
         let ns: u64 = stat.split_whitespace().next()?.parse().ok()?;
         Some(Duration::from_nanos(ns))
     })
+}
+
+/// Runs `input` on `planner` to its end; with `admin`, watched as above and its cost added to
+/// `cost`.
+pub fn run_watched(
+    planner: &mut Planner,
+    p: &Pipeline,
+    input: Input,
+    admin: bool,
+    cost: &mut WatchCost,
+) -> Result<RunSummary, BenchError> {
+    let watch = admin.then(|| Watch::start(p)).transpose()?;
+    let summary = planner
+        .run(
+            vec![input],
+            None,
+            |_| {},
+            |planner, progress| {
+                if let Some(w) = &watch {
+                    w.observe(planner, progress);
+                }
+                Ok(())
+            },
+        )
+        .map_err(|e| BenchError::Run(e.to_string()))?;
+    if let Some(w) = watch {
+        cost.add(&w.finish()?);
+    }
+    Ok(summary)
 }
 
 #[cfg(test)]

@@ -116,7 +116,10 @@ fn run_policy(
     let pat = pattern.clone();
     let input = Input {
         source: SourceId(0),
-        reader: Box::new(MemoryLines::new(lines.clone(), 0, 1)),
+        reader: clasp_core::source::from_lines(
+            Box::new(MemoryLines::new(lines.clone(), 0, 1)),
+            None,
+        ),
         rate: Box::new(move |t| Some(pat.rate_at(t))),
     };
     let mut timeline = Vec::new();

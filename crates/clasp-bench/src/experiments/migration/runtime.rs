@@ -93,7 +93,7 @@ fn transitions(
     let warm = Arc::new(text[..load].to_vec());
     let input = Input {
         source: SourceId(0),
-        reader: Box::new(MemoryLines::new(warm, 0, 1)),
+        reader: clasp_core::source::from_lines(Box::new(MemoryLines::new(warm, 0, 1)), None),
         rate: Box::new(|_| None),
     };
     c.planner.run(vec![input], None, |_| {}, |_, _| Ok(())).map_err(|e| err(&e))?;
@@ -112,7 +112,7 @@ fn transitions(
     let Cluster { planner, pool } = &mut c;
     let input = Input {
         source: SourceId(0),
-        reader: Box::new(MemoryLines::new(rest, 0, 1)),
+        reader: clasp_core::source::from_lines(Box::new(MemoryLines::new(rest, 0, 1)), None),
         rate: Box::new(move |_| (queued == 0).then_some(150.0)),
     };
     let duration = std::time::Duration::from_secs_f64(0.75 * steps.len() as f64 + 1.0);

@@ -26,7 +26,8 @@ pub struct Args {
     /// unthrottled.
     #[arg(long, help_heading = "Input")]
     pub rate: Option<f64>,
-    /// How the rate varies: constant, unthrottled, burst, gradual or trace:FILE.
+    /// How the rate varies: constant, unthrottled, burst, gradual, gradual:STAGE_S (every stage
+    /// that many seconds) or trace:FILE.
     #[arg(long, default_value = "constant", help_heading = "Input")]
     pub pattern: String,
     /// Stop the run after this long (e.g. 30s, 2m, or seconds): queued input is dropped and

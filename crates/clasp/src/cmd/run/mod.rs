@@ -4,9 +4,11 @@
 use super::bounds;
 use anyhow::{Context, Result, anyhow, bail};
 use clasp_core::Pipeline;
-use clasp_core::input::{FileLines, LineSource, MemoryLines};
+use clasp_core::input::{LineReader, LineSource, MemoryLines};
+use clasp_core::operator::Registry;
 use clasp_core::pattern::{PatternSpec, RatePattern};
 use clasp_core::pipeline::{ServiceMode, ServicePer, ServiceTime};
+use clasp_core::source::{FileSource, Replayable, Source, from_lines};
 use clasp_core::stats::Coefficients;
 use clasp_plan::autoscaler::AutoscalerConfig;
 use clasp_plan::autoscaler::Mode;
@@ -16,7 +18,7 @@ use clasp_plan::{PlanConfig, Policy};
 use clasp_runtime::cluster::Launch;
 use clasp_runtime::job::{self, Job};
 use clasp_runtime::observe::Observatory;
-use clasp_runtime::planner::{Input, PlannerConfig, Progress};
+use clasp_runtime::planner::{Input, PlannerConfig, Progress, timers_of};
 use clasp_runtime::scaling::ScalingEvent;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -65,13 +67,14 @@ fn apply_service_times(p: &mut Pipeline, specs: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// One `--input`: the source it feeds and where its lines come from.
+/// One `--input`: the source it feeds and where its records come from.
 fn open_input(
     p: &Pipeline,
     spec: &str,
     seed: u64,
     preload: bool,
-) -> Result<(clasp_core::SourceId, Box<dyn LineSource>)> {
+    registry: &Registry,
+) -> Result<(clasp_core::SourceId, Box<dyn Source>)> {
     let (source, what) = match spec.split_once('=') {
         Some((s, w)) => (Some(s), w),
         None => (None, spec),
@@ -92,10 +95,16 @@ fn open_input(
         ),
     };
     let name = &p.sources[id.index()].name;
-    let reader: Box<dyn LineSource> = if let Some(path) = what.strip_prefix("file:") {
+    let event_time = registry.event_times(p).map_err(|e| anyhow!("{e}"))?[id.index()].clone();
+    let lines: Box<dyn LineSource> = if let Some(path) = what.strip_prefix("file:") {
+        if !preload {
+            let file = FileSource::open(path.as_ref())
+                .with_context(|| format!("--input `{spec}`: cannot open `{path}`"))?;
+            return Ok((id, Box::new(file.with_event_time(event_time))));
+        }
         let file = std::fs::File::open(path)
             .with_context(|| format!("--input `{spec}`: cannot open `{path}`"))?;
-        Box::new(FileLines::new(file))
+        Box::new(LineReader::new(file))
     } else if what == "gen" || what.starts_with("gen:") {
         let count: u64 = match what.strip_prefix("gen:") {
             Some(n) => {
@@ -105,15 +114,28 @@ fn open_input(
         };
         let def = clasp_apps::inputs::source(&p.name, Some(name))
             .map_err(|e| anyhow!("--input `{spec}`: {e}"))?;
+        if !preload {
+            // Seeded, so a recovery replays it from any position.
+            let reopen = Box::new(move || Ok(def.generator(count, seed)));
+            let source =
+                Replayable::new(reopen, event_time).with_context(|| format!("--input `{spec}`"))?;
+            return Ok((id, Box::new(source)));
+        }
         def.generator(count, seed)
+    } else if let Some((kind, arg)) = what.split_once(':')
+        && let Some(open) = registry.source(kind)
+    {
+        let source = open(arg, seed).map_err(|e| anyhow!("--input `{spec}`: {e}"))?;
+        return Ok((id, source));
     } else {
-        bail!("--input `{spec}`: expected file:PATH or gen[:COUNT]");
+        let kinds: Vec<String> = registry.source_names().map(|k| format!(", {k}:ARG")).collect();
+        bail!("--input `{spec}`: expected file:PATH or gen[:COUNT]{}", kinds.concat());
     };
     if !preload {
-        return Ok((id, reader));
+        return Ok((id, from_lines(lines, event_time)));
     }
-    let lines = Arc::new(read_all(reader).with_context(|| format!("--input `{spec}`"))?);
-    Ok((id, Box::new(MemoryLines::new(lines, 0, 1))))
+    let lines = Arc::new(read_all(lines).with_context(|| format!("--input `{spec}`"))?);
+    Ok((id, from_lines(Box::new(MemoryLines::new(lines, 0, 1)), event_time)))
 }
 
 fn read_all(mut r: Box<dyn LineSource>) -> std::io::Result<Vec<Vec<u8>>> {
@@ -127,12 +149,17 @@ fn read_all(mut r: Box<dyn LineSource>) -> std::io::Result<Vec<Vec<u8>>> {
 
 /// The inputs, each paced by its share of the pattern's rate (sources with a `rate` hint in
 /// proportion to it, the others evenly).
-fn inputs(p: &Pipeline, args: &Args, pattern: &Arc<RatePattern>) -> Result<Vec<Input>> {
+fn inputs(
+    p: &Pipeline,
+    args: &Args,
+    pattern: &Arc<RatePattern>,
+    registry: &Registry,
+) -> Result<Vec<Input>> {
     let specs: Vec<String> =
         if args.input.is_empty() { vec!["gen".into()] } else { args.input.clone() };
     let mut opened = Vec::new();
     for spec in &specs {
-        let (id, reader) = open_input(p, spec, args.seed, args.preload)?;
+        let (id, reader) = open_input(p, spec, args.seed, args.preload, registry)?;
         if opened.iter().any(|(i, _)| *i == id) {
             bail!("--input: source `{}` is given twice", p.sources[id.index()].name);
         }
@@ -311,7 +338,9 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
         .map_err(|e| anyhow!("--dispatch-cost: {e}"))?;
     let duration = args.duration.or_else(|| pattern.duration().map(Duration::from_secs_f64));
     let pattern = Arc::new(pattern);
-    let inputs = inputs(&pipeline, args, &pattern)?;
+    let registry = crate::registry();
+    planner.timers = timers_of(&pipeline, registry).map_err(|e| anyhow!("{e}"))?;
+    let inputs = inputs(&pipeline, args, &pattern, registry)?;
     let initial_rate = args.rate.unwrap_or(1_000.0);
     let job = Job {
         pipeline,
@@ -353,7 +382,7 @@ pub fn run(args: &Args) -> Result<()> {
             .context("locating this executable to start worker processes")?;
         Launch::Processes { exe, args: vec!["worker".into()] }
     } else {
-        Launch::Threads(clasp_apps::registry())
+        Launch::Threads(crate::registry().clone())
     };
     execute(args, launch)
 }

@@ -300,7 +300,7 @@ impl Testbed {
         let def = clasp_apps::inputs::source(&p.name, None)?;
         Ok(Input {
             source: SourceId(0),
-            reader: def.generator(count, self.seed),
+            reader: clasp_core::source::from_lines(def.generator(count, self.seed), None),
             rate: Box::new(move |_| rate),
         })
     }
