@@ -93,9 +93,12 @@ impl TransactionalOutput {
         with_suffix(&self.path, ".pending")
     }
 
+    /// Starts an empty pending file. What the old writer still buffers is dropped, not
+    /// written: flushed on drop, it would land in the new file (same path) at its old offset.
     fn reopen_pending(&mut self) -> io::Result<()> {
         let p = self.pending_path();
-        self.pending = BufWriter::new(File::create(&p).map_err(|e| context(&p, "creating", e))?);
+        let fresh = BufWriter::new(File::create(&p).map_err(|e| context(&p, "creating", e))?);
+        let (_file, _unwritten) = std::mem::replace(&mut self.pending, fresh).into_parts();
         Ok(())
     }
 }
@@ -238,6 +241,13 @@ mod tests {
         out.write("s", &c).unwrap();
         out.discard().unwrap();
         assert_eq!(fs::read(&path).unwrap(), plain(std::slice::from_ref(&a)));
+        // What was still buffered of the dropped epoch reaches no later one.
+        out.flush().unwrap();
+        assert_eq!(
+            fs::metadata(out.pending_path()).unwrap().len(),
+            0,
+            "the dropped epoch's records"
+        );
         // Replayed after the recovery, b and c commit with checkpoint 3.
         out.write("s", &b).unwrap();
         out.write("s", &c).unwrap();

@@ -213,6 +213,8 @@ impl Planner {
         if let Some(Some(s)) = lock(&self.shared.workers).get_mut(w.index()) {
             s.left = true;
             s.lost = true;
+            // What its connection still delivers was sent before the rollback that follows.
+            s.muted.store(true, Ordering::Release);
         }
         for other in self.workers() {
             self.shared.send(other, Message::PeerLeft(w));
@@ -243,14 +245,19 @@ impl Planner {
         }
         lock(&self.shared.chains).abandon_all();
         self.fault_inbox.clear();
-        lock(&self.shared.sink)
-            .discard()
-            .map_err(|error| PlannerError::Output { what: "the output's epoch".into(), error })?;
+        // Muted before the output's epoch is dropped: a sink record is written under the
+        // sink's lock after its sender's mute is checked, so none sent before a rollback can
+        // land in the epoch after it.
         let live = self.workers();
         for &w in &live {
             if let Some(Some(s)) = lock(&self.shared.workers).get(w.index()) {
                 s.muted.store(true, Ordering::Release);
             }
+        }
+        lock(&self.shared.sink)
+            .discard()
+            .map_err(|error| PlannerError::Output { what: "the output's epoch".into(), error })?;
+        for &w in &live {
             self.shared.send(w, Message::Rollback(generation));
         }
         self.await_fault(&live, "rollbacks", Duration::from_secs(10), |e| match e {

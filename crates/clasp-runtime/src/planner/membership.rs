@@ -312,11 +312,17 @@ fn spawn_worker_receiver(
             for m in batch.drain(..) {
                 match m {
                     Message::Credits(c) => shared.settle(&c),
-                    Message::Sink { .. } if muted.load(Ordering::Acquire) => {}
                     Message::Sink { sink, batch } => {
+                        // Checked under the sink's lock: a recovery mutes, then drops the
+                        // output's epoch under it.
+                        let mut out = lock(&shared.sink);
+                        if muted.load(Ordering::Acquire) {
+                            continue;
+                        }
                         shared.sink_records.fetch_add(batch.len() as u64, Ordering::Relaxed);
                         let name = &shared.pipeline.sinks[sink.index()].name;
-                        if let Err(e) = lock(&shared.sink).write(name, &batch) {
+                        if let Err(e) = out.write(name, &batch) {
+                            drop(out);
                             shared.output_failed(e);
                         }
                     }
