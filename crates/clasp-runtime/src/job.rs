@@ -393,6 +393,9 @@ pub fn run_with_faults(
     planner.resume_watermarks(resumed_watermarks);
     let result = planner.run_with(inputs, job.duration, &mut progress, &mut hooks);
     let failure = hooks.failure.take();
+    if let Some(f) = hooks.fault.as_mut() {
+        f.note_first_completion(planner);
+    }
     let (checkpoints, recoveries) =
         hooks.fault.take().map(|f| (f.checkpoints, f.recoveries)).unwrap_or_default();
     drop(hooks);

@@ -35,7 +35,7 @@ pub(crate) struct FaultRun {
     finishing: bool,
     /// A recovery waiting for its first completed chain: the record, when it resumed, and
     /// the completions by then.
-    first_completion: Option<(usize, Instant, u64)>,
+    first_completion: Option<(usize, Instant)>,
     pub(crate) checkpoints: Vec<CheckpointRecord>,
     pub(crate) recoveries: Vec<RecoveryRecord>,
     origin: Instant,
@@ -59,6 +59,17 @@ impl FaultRun {
             recoveries: Vec::new(),
             origin: Instant::now(),
         }
+    }
+
+    /// Fills in the last recovery's time to its first completed chain, once there was one.
+    pub(crate) fn note_first_completion(&mut self, planner: &Planner) {
+        let Some((i, resumed)) = self.first_completion else { return };
+        let Some(ago) = planner.first_completion_ago() else { return };
+        let since = |t: Instant| t.elapsed().saturating_sub(ago).as_secs_f64() * 1e3;
+        self.recoveries[i].first_completion_ms = Some(since(resumed));
+        let last_kill = lock(&self.kills).killed.last().map(|k| k.1);
+        self.recoveries[i].kill_to_first_completion_ms = last_kill.map(since);
+        self.first_completion = None;
     }
 }
 
@@ -84,15 +95,7 @@ impl RunHooks for JobHooks<'_> {
             o.observe(planner, Some(p), Some(self.scaler));
         }
         let Some(f) = self.fault.as_mut() else { return Ok(()) };
-        if let Some((i, resumed, before)) = f.first_completion
-            && planner.completed() > before
-        {
-            f.recoveries[i].first_completion_ms = Some(resumed.elapsed().as_secs_f64() * 1e3);
-            let last_kill = lock(&f.kills).killed.last().map(|k| k.1);
-            f.recoveries[i].kill_to_first_completion_ms =
-                last_kill.map(|k| k.elapsed().as_secs_f64() * 1e3);
-            f.first_completion = None;
-        }
+        f.note_first_completion(planner);
         lock(&f.kills).at_requests(p.requests, &planner.worker_pids());
         self.poll_checkpoint(planner)?;
         let requests = self.total_dispatched(planner);
@@ -363,7 +366,8 @@ impl JobHooks<'_> {
             bytes: restored.iter().map(|r| r.bytes).sum(),
             warnings,
         };
-        f.first_completion = Some((f.recoveries.len(), Instant::now(), planner.completed()));
+        planner.watch_first_completion();
+        f.first_completion = Some((f.recoveries.len(), Instant::now()));
         f.recoveries.push(record.clone());
         (self.on_note)(&FaultNote::Recovered(record));
         Ok(())

@@ -34,6 +34,8 @@ pub struct Chains {
     pub stray: u64,
     /// Bytes of input records of the open chains.
     bytes: u64,
+    /// Watching for a first completion, and its time once it came.
+    first_watch: Option<Option<u64>>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -53,6 +55,7 @@ impl Chains {
             completed: 0,
             stray: 0,
             bytes: 0,
+            first_watch: None,
         }
     }
 
@@ -146,11 +149,25 @@ impl Chains {
         }
         self.per_second[second] += 1;
         self.completed += 1;
+        if let Some(first @ None) = &mut self.first_watch {
+            *first = Some(done_ns);
+        }
     }
 
     /// The interval histogram, replaced by an empty one.
     pub fn take_interval(&mut self) -> Histogram<u64> {
         std::mem::replace(&mut self.interval, histogram())
+    }
+
+    /// Watches for the next chain to complete (a recovery resumed): see
+    /// [`Chains::first_completion_ns`].
+    pub fn watch_first_completion(&mut self) {
+        self.first_watch = Some(None);
+    }
+
+    /// When the first chain completed since [`Chains::watch_first_completion`], if one did.
+    pub fn first_completion_ns(&self) -> Option<u64> {
+        self.first_watch.flatten()
     }
 }
 

@@ -76,6 +76,18 @@ impl DispatchGate {
         true
     }
 
+    /// The dispatcher exited (its queue closed, or the planner stops): it dispatches nothing
+    /// more, so it counts as parked from now on.
+    fn exited(&self) {
+        lock(&self.state).parked = true;
+        self.changed.notify_all();
+    }
+
+    /// A dispatcher is about to start: not parked until it parks.
+    fn starting(&self) {
+        lock(&self.state).parked = false;
+    }
+
     fn dispatched_from(&self, source: usize, position: ReplayPoint) {
         let mut s = lock(&self.state);
         if s.positions.len() <= source {
@@ -97,6 +109,7 @@ pub(super) fn spawn_dispatcher(
     shared: Arc<Shared>,
     queue: Receiver<Queued>,
 ) -> std::thread::JoinHandle<()> {
+    shared.dispatch.starting();
     std::thread::Builder::new()
         .name("planner-dispatch".into())
         .spawn(move || {
@@ -106,6 +119,7 @@ pub(super) fn spawn_dispatcher(
             let mut rng = independent_stream(shared.config.settings.seed, 0xd15);
             let mut parts: Vec<(WorkerId, Request)> = Vec::new();
             let gate = &shared.dispatch;
+            let _parked = ParkOnExit(gate);
             let max_bytes = shared.config.max_in_flight_bytes;
             loop {
                 if !gate.wait_while_paused(&shared) {
@@ -189,6 +203,15 @@ pub(super) fn spawn_dispatcher(
             }
         })
         .expect("spawn dispatcher")
+}
+
+/// Marks the dispatcher parked however its thread ends, so a pause never waits for it.
+struct ParkOnExit<'a>(&'a DispatchGate);
+
+impl Drop for ParkOnExit<'_> {
+    fn drop(&mut self) {
+        self.0.exited();
+    }
 }
 
 /// The batch itself for its last use, a copy before that.

@@ -345,4 +345,15 @@ impl Planner {
     pub fn completed(&self) -> u64 {
         lock(&self.shared.chains).completed
     }
+
+    /// Notes when the next chain completes (after a recovery resumed dispatch).
+    pub fn watch_first_completion(&self) {
+        lock(&self.shared.chains).watch_first_completion();
+    }
+
+    /// How long ago the first chain completed since [`Planner::watch_first_completion`].
+    pub fn first_completion_ago(&self) -> Option<Duration> {
+        let at = lock(&self.shared.chains).first_completion_ns()?;
+        Some(Duration::from_nanos(crate::worker::executor::now_ns().saturating_sub(at)))
+    }
 }

@@ -2,7 +2,7 @@
 //! resuming a job, the transactional `--output`, and failures caused on purpose (tests,
 //! `clasp bench recovery`).
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use clasp_core::Pipeline;
 use clasp_runtime::fault::inject::{KillPlan, KillPoint};
 use clasp_runtime::fault::manifest::Manifest;
@@ -19,8 +19,9 @@ use std::time::Duration;
 pub struct FaultArgs {
     /// How often to checkpoint the state, the sources' positions and the placement: a
     /// duration (10s, 500ms), `requests:N`, or `none` (a lost worker then ends the run).
-    #[arg(long, default_value = "10s", value_parser = parse_every)]
-    pub checkpoint: Every,
+    /// Default: every 10 s when every input can replay, else none (with a warning).
+    #[arg(long, value_parser = parse_every)]
+    pub checkpoint: Option<Every>,
     /// Where checkpoints go: a directory, or `redis://HOST:PORT[/PREFIX]`; default: a
     /// directory in the system's temporary directory, removed after the run.
     #[arg(long, value_name = "DIR|redis://HOST:PORT")]
@@ -47,6 +48,9 @@ pub struct FaultArgs {
     #[arg(long, default_value_t = 1)]
     pub kill_seed: u64,
 }
+
+/// Seconds between checkpoints without `--checkpoint`.
+const DEFAULT_CHECKPOINT_S: f64 = 10.0;
 
 /// `--checkpoint`: an interval, or none.
 #[derive(Clone, Copy, Debug)]
@@ -75,8 +79,10 @@ pub struct Prepared {
 }
 
 impl FaultArgs {
-    /// The job's fault tolerance; with `--resume`, the checkpoint to start from.
-    pub fn prepare(&self, p: &Pipeline, key_groups: u32) -> Result<Prepared> {
+    /// The job's fault tolerance; with `--resume`, the checkpoint to start from. `replayable`:
+    /// whether every input can go back to an earlier position (checkpoints are on by default
+    /// only then; asked for explicitly, the job refuses an input that cannot).
+    pub fn prepare(&self, p: &Pipeline, key_groups: u32, replayable: bool) -> Result<Prepared> {
         let mut temporary = None;
         let location = match (&self.resume, &self.checkpoint_store) {
             (Some(r), Some(s)) if r != s => {
@@ -97,6 +103,17 @@ impl FaultArgs {
             }
         };
         let mut warnings = Vec::new();
+        let checkpoint = match self.checkpoint {
+            Some(Every(every)) => every,
+            None if replayable => Some(CheckpointEvery::Seconds(DEFAULT_CHECKPOINT_S)),
+            None => {
+                warnings.push(
+                    "an input cannot go back to an earlier position, so the run takes no checkpoints: a lost worker ends it (--checkpoint none says so)"
+                        .to_owned(),
+                );
+                None
+            }
+        };
         let resume = match &self.resume {
             None => None,
             Some(r) => {
@@ -113,7 +130,7 @@ impl FaultArgs {
                 })?)
             }
         };
-        if self.checkpoint.0.is_none() && resume.is_some() {
+        if checkpoint.is_none() && resume.is_some() {
             return Err(anyhow!("--resume needs checkpoints; drop --checkpoint none"));
         }
         let kills = KillPlan {
@@ -122,18 +139,14 @@ impl FaultArgs {
             seed: self.kill_seed,
         };
         let fault = FaultTolerance {
-            checkpoint: self.checkpoint.0,
+            checkpoint,
             store: location,
             retain: self.checkpoint_retain.max(1),
             heartbeat_timeout: self.heartbeat_timeout,
             resume,
             kills,
         };
-        Ok(Prepared {
-            fault,
-            temporary: temporary.filter(|_| self.checkpoint.0.is_some()),
-            warnings,
-        })
+        Ok(Prepared { fault, temporary: temporary.filter(|_| checkpoint.is_some()), warnings })
     }
 }
 
@@ -144,6 +157,14 @@ pub fn output_sink(path: Option<&Path>, fault: &FaultTolerance) -> Result<Box<dy
         let f = std::fs::File::create(path)
             .with_context(|| format!("--output: cannot create {}", path.display()))?;
         return Ok(Box::new(JsonLinesSink(BufWriter::new(f))));
+    }
+    if let Ok(meta) = std::fs::metadata(path)
+        && !meta.is_file()
+    {
+        bail!(
+            "--output {} is not a regular file: exactly-once output stages each epoch beside it and appends it on commit; write to a file, or run with --checkpoint none",
+            path.display()
+        );
     }
     let committed = fault.resume.as_ref().and_then(|m: &Manifest| m.output.as_ref());
     let out = TransactionalOutput::open(path, committed)

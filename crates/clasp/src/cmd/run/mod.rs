@@ -395,7 +395,8 @@ pub fn run_planner(args: &Args) -> Result<()> {
 
 fn execute(args: &Args, launch: Launch) -> Result<()> {
     let (mut job, inputs) = job(args, launch)?;
-    let prepared = args.fault.prepare(&job.pipeline, args.key_groups)?;
+    let replayable = inputs.iter().all(|i| i.reader.rewindable());
+    let prepared = args.fault.prepare(&job.pipeline, args.key_groups, replayable)?;
     for w in &prepared.warnings {
         eprintln!("warning: {w}");
     }
