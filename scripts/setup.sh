@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Installs the system packages the tests use beyond the Rust toolchain, from Debian:
-# chromium (the dashboard test loads the page in headless Chromium) and prometheus (for
-# `promtool check metrics` and `promtool check config`). Runs apt-get as root, or through sudo.
+# Sets up what the tests use beyond the Rust toolchain, from Debian: chromium (the dashboard
+# test loads the page in headless Chromium), prometheus (for `promtool check metrics` and
+# `promtool check config`) and redis-server (the checkpoint-store and recovery tests, and the
+# multi-process checkpoint store), then starts Redis on 127.0.0.1:$CLASP_REDIS_PORT (default
+# 6379) unless something already answers there. Idempotent; runs apt-get as root, or through sudo.
 set -euo pipefail
-packages=(chromium prometheus)
+redis_port="${CLASP_REDIS_PORT:-6379}"
+packages=(chromium prometheus redis-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -17,6 +20,19 @@ if ((${#missing[@]})); then
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-for tool in chromium promtool; do
+for tool in chromium promtool redis-server redis-cli; do
   command -v "$tool" >/dev/null || { echo "setup.sh: \`$tool\` is not on PATH after installing" >&2; exit 1; }
 done
+
+if redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
+  echo "setup.sh: Redis already answers on 127.0.0.1:$redis_port"
+else
+  # No persistence: checkpoints in tests are scratch data.
+  redis-server --daemonize yes --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no
+  for _ in $(seq 50); do
+    redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  redis-cli -p "$redis_port" ping >/dev/null || { echo "setup.sh: Redis did not answer on 127.0.0.1:$redis_port" >&2; exit 1; }
+  echo "setup.sh: started Redis on 127.0.0.1:$redis_port"
+fi

@@ -64,6 +64,9 @@ fn start(dir: &Scratch, input: &Path, extra: &[&str]) -> Child {
         .args(["--rate", "200", "--batch", "8", "--interval-ms", "100"])
         .args(["--output", &arg("output.jsonl"), "--state-dump", &arg("state.jsonl")])
         .args(["--stats", &arg("stats.json")])
+        // What a run without fault tolerance keeps (with checkpoints, a lost worker is
+        // recovered from instead: tests/recovery.rs).
+        .args(["--checkpoint", "none"])
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -213,7 +216,7 @@ fn a_full_disk_is_reported_when_it_happens() {
     let out = Command::new(env!("CARGO_BIN_EXE_clasp"))
         .arg("run")
         .arg(root().join("pipelines/etl.toml"))
-        .args(["--input", "gen:20000", "--quiet", "--output", "/dev/full"])
+        .args(["--input", "gen:20000", "--quiet", "--output", "/dev/full", "--checkpoint", "none"])
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -222,4 +225,15 @@ fn a_full_disk_is_reported_when_it_happens() {
     // Logged once, when the first write failed, and named again in the run's error.
     assert_eq!(stderr.matches("writing sink records failed").count(), 1, "{stderr}");
     assert!(stderr.contains("No space left on device"), "{stderr}");
+    // With checkpoints, the output must be a file that can hold uncommitted epochs apart.
+    let out = Command::new(env!("CARGO_BIN_EXE_clasp"))
+        .arg("run")
+        .arg(root().join("pipelines/etl.toml"))
+        .args(["--input", "gen:200", "--quiet", "--output", "/dev/full"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("/dev/full is not a regular file"), "{stderr}");
 }

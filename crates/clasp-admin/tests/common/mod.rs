@@ -115,6 +115,7 @@ impl Run {
             duration: None,
             initial_rate: self.rate,
             rescales: self.rescales.clone(),
+            fault: Default::default(),
         };
         let def = clasp_apps::inputs::source(&self.pipeline.name, None)
             .or_else(|_| clasp_apps::inputs::source("wc", None))

@@ -51,6 +51,8 @@ pub(super) struct Clock {
     ready: VecDeque<(OperatorId, Fire)>,
     firing: Option<Firing>,
     ended: bool,
+    /// Whether the end of the input was registered (it may hold later than registered).
+    end_registered: bool,
     end_fired: bool,
     paused: bool,
     last_tick: Instant,
@@ -80,6 +82,7 @@ impl Clock {
             ready: VecDeque::new(),
             firing: None,
             ended: false,
+            end_registered: false,
             end_fired: false,
             paused: false,
             last_tick: Instant::now(),
@@ -97,9 +100,27 @@ impl Clock {
         }
     }
 
-    /// Every input ended; `last` is the last chain dispatched (none if there was none).
+    /// Every input ended; `last` is the last chain dispatched (none if there was none). Only
+    /// the first call counts.
     pub(super) fn inputs_ended(&mut self, last: Option<u64>) {
-        self.pending.push_back((last, Advance::End));
+        if !std::mem::replace(&mut self.end_registered, true) {
+            self.pending.push_back((last, Advance::End));
+        }
+    }
+
+    /// The clock of `p` after a recovery to a checkpoint where the sources had `watermarks`
+    /// (by source): they hold at once, as no chain was in flight at a checkpoint. Timers that
+    /// fired before the checkpoint are gone from its state, so firing again up to the same
+    /// watermarks fires only what was still due then.
+    pub(super) fn restarted(p: &Pipeline, timers: &[TimerUse], watermarks: &[Option<u64>]) -> Self {
+        let mut clock = Self::new(p, timers);
+        for (i, w) in watermarks.iter().enumerate() {
+            if let (Some(w), Some(last)) = (*w, clock.registered.get_mut(i)) {
+                *last = Some(w);
+                clock.pending.push_back((None, Advance::Source(SourceId::from(i), w)));
+            }
+        }
+        clock
     }
 
     /// Holds firings back (for a migration) until [`Clock::resume`].

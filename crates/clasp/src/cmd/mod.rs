@@ -7,6 +7,7 @@ pub mod config;
 pub mod cut;
 pub mod duration;
 pub mod edge;
+pub mod fault;
 pub mod r#gen;
 pub mod plan;
 pub mod run;
