@@ -247,6 +247,9 @@ fn replay(
         }
         due[i] = replays[i].next(&mut lines[i])?;
     }
+    // The end of the input is the final watermark: every pending timer fires (windows close)
+    // before the last records are sent.
+    engine.finish();
     out.send(engine, link)?;
     Ok(read)
 }
@@ -377,6 +380,13 @@ impl Engine {
                     out[c].push(key, value);
                 }
             }
+        }
+    }
+
+    /// Ends the input: runs what is buffered and fires every pending timer.
+    fn finish(&mut self) {
+        if let Self::Driver { driver, .. } = self {
+            driver.finish();
         }
     }
 
