@@ -8,11 +8,11 @@
 //! waits for the cloud's `Ack`.
 
 use crate::cut::{self, Mode};
+use crate::engine::Engine;
 use crate::error::EdgeError;
 use crate::input::{self, InputSpec, Replay, Share};
 use crate::protocol::{self, Hello, Outgoing, ToDevice};
 use crate::shaper::{LinkShape, LinkWriter};
-use crate::engine::Engine;
 use crate::subgraph::{self, DeviceGraph};
 use clasp_core::{Batch, Pipeline, Registry, SourceId};
 use clasp_plan::edgecut::{CostModel, Devices};

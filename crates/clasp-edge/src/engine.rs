@@ -157,7 +157,8 @@ to = "moving_avg.out"
 "#;
         let p = clasp_core::spec::parse(spec, "device.toml").unwrap();
         let connectors = vec![Connector { name: "moving_avg.out".into(), stream: StreamId(1) }];
-        let graph = DeviceGraph { pipeline: Some(p.clone()), sources: vec![SourceId(0)], connectors };
+        let graph =
+            DeviceGraph { pipeline: Some(p.clone()), sources: vec![SourceId(0)], connectors };
         let mut engine = Engine::new(&p, &graph, &clasp_apps::registry(), 1).unwrap();
         for second in 1..=3 {
             let line = format!("2004-03-01 00:00:0{second}.000000 1 7 2{second}.0 1 1 1");
@@ -167,7 +168,9 @@ to = "moving_avg.out"
         let mut take = |engine: &mut Engine| {
             engine
                 .drain(|_, records| {
-                    sent.extend(records.iter().map(|r| String::from_utf8_lossy(r.value).into_owned()));
+                    sent.extend(
+                        records.iter().map(|r| String::from_utf8_lossy(r.value).into_owned()),
+                    );
                     Ok(())
                 })
                 .unwrap();

@@ -63,4 +63,3 @@ fn w3_cut_across_five_devices_equals_all_in_cloud_window_by_window() {
     // close when the input ends (the final watermark), and every one of them is compared.
     equivalent("taxi-w3", clasp_apps::spec_text("taxi-w3").unwrap(), 20_000, 6.0);
 }
-

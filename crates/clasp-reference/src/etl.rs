@@ -8,6 +8,9 @@ use clasp_apps::etl;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+/// `(field, value)` of each reading of a message.
+type Readings = Vec<(String, Option<i64>)>;
+
 pub(crate) fn expected(lines: &[String], p: &Params<'_>, o: &mut Outcome) {
     let sensors = p.get("filter_bloom", "sensors", etl::SENSORS as f64) as u64;
     let window = p.get("interpolation", "window", 5.0) as usize;
@@ -17,7 +20,8 @@ pub(crate) fn expected(lines: &[String], p: &Params<'_>, o: &mut Outcome) {
     let mut bloom: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut recent: BTreeMap<String, (VecDeque<i64>, u64)> = BTreeMap::new();
     let mut joins: BTreeMap<String, Vec<(String, Option<i64>)>> = BTreeMap::new();
-    let mut messages: Vec<(String, u64, Vec<(String, Option<i64>)>)> = Vec::new();
+    // (sensor, time, (field, value) of each reading) per well-formed message.
+    let mut messages: Vec<(String, u64, Readings)> = Vec::new();
     for l in lines {
         let body = match l.find('{') {
             Some(0) => l.as_str(),

@@ -167,7 +167,8 @@ pub(crate) fn w3(lines: &[String], p: &Params<'_>, o: &mut Outcome) {
             (-74_050_000 + (id % 250) * 1400 + 700, 41_000_000 - (id / 250) * 1250 - 625);
         for (n, dir) in [(dep, "departing"), (arr, "arriving")] {
             if n >= min && n > 0 {
-                let v = format!("{},{},{},{dir},{n}", show(lon_c, 6), show(lat_c, 6), (q + 1) * slide);
+                let v =
+                    format!("{},{},{},{dir},{n}", show(lon_c, 6), show(lat_c, 6), (q + 1) * slide);
                 o.sink("popular_areas", id.to_string(), v);
             }
         }

@@ -14,12 +14,16 @@ use std::process::Command;
 
 const SEED: u64 = 11;
 
+/// Input lines, in arrival order.
+type Lines = [Vec<u8>];
+
 /// A scratch directory for one test, removed when dropped.
 struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(test: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("clasp-event-time-{}-{test}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("clasp-event-time-{}-{test}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         Self(dir)
     }
@@ -80,7 +84,9 @@ impl Case {
             .lines
             .iter()
             .enumerate()
-            .map(|(i, l)| (time(l).expect("generated lines have times") + rng.random_range(0..bound), i))
+            .map(|(i, l)| {
+                (time(l).expect("generated lines have times") + rng.random_range(0..bound), i)
+            })
             .collect();
         placed.sort_unstable();
         let out: Vec<Vec<u8>> = placed.into_iter().map(|(_, i)| self.lines[i].clone()).collect();
@@ -104,7 +110,8 @@ fn clasp_run(case: &Case, spec: &str, lines: &[Vec<u8>], args: &[&str], dir: &Sc
     let mut text = lines.join(&b'\n');
     text.push(b'\n');
     std::fs::write(&input, text).unwrap();
-    let (output, dump, stats) = (dir.file("out.jsonl"), dir.file("state.jsonl"), dir.file("s.json"));
+    let (output, dump, stats) =
+        (dir.file("out.jsonl"), dir.file("state.jsonl"), dir.file("s.json"));
     let out = Command::new(env!("CARGO_BIN_EXE_clasp"))
         .arg("run")
         .arg(&spec_file)
@@ -171,7 +178,8 @@ fn same_results_in_any_order_and_on_any_worker_count(case: &Case) {
     // The reference takes records in time order: the shuffle changes nothing for it either.
     let again = reference::expected(case.app, &p, &[(p.sources[0].name.clone(), shuffled.clone())]);
     assert_eq!(again.unwrap(), case.expected, "{}: the reference depends on the order", case.app);
-    let runs: [(&str, &[Vec<u8>], &[&str]); 4] = [
+    // (what, input lines, arguments)
+    let runs: [(&str, &Lines, &[&str]); 4] = [
         ("in order, 1 worker, paced", &case.lines, &["--workers", "1", "--rate", "400"]),
         ("in order, 3 workers, unthrottled", &case.lines, &["--workers", "3"]),
         ("shuffled, 3 workers, unthrottled", &shuffled, &["--workers", "3"]),
@@ -219,9 +227,7 @@ fn readings_beyond_the_bound_are_counted_late_by_the_window() {
         run.late.iter().filter(|(op, _)| op == case.windowed).map(|(_, n)| n).sum();
     assert!(late > 0, "no reading came late");
     assert_eq!(by_window, late, "late records are counted by the window: {:?}", run.late);
-    let averaged: u64 = run.outcome.state["moving_avg"]
-        .values()
-        .map(|s| s["seen"].as_u64().unwrap())
-        .sum();
+    let averaged: u64 =
+        run.outcome.state["moving_avg"].values().map(|s| s["seen"].as_u64().unwrap()).sum();
     assert_eq!(averaged + late, case.lines.len() as u64, "every reading averaged or late");
 }

@@ -129,7 +129,7 @@ impl WorkerShared {
             let mut local = Vec::with_capacity(reqs.len());
             let mut ahead = Vec::new();
             for r in reqs {
-                if r.fire.is_some() {
+                if r.time.fire().is_some() {
                     // Timers fire where the planner sent them, on the groups held there (no
                     // firing is sent while a migration runs).
                     local.push(r);

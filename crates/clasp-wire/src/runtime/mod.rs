@@ -13,7 +13,7 @@ mod routing;
 
 pub use limits::Limits;
 pub use migration::{MigrationData, MigrationDone, MigrationOrder, StateGroup};
-pub use request::{Fire, Request};
+pub use request::{ChainTime, Fire, Request};
 pub use routing::RoutingPlan;
 
 use crate::frame::Protocol;
