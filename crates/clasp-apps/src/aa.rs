@@ -300,12 +300,7 @@ impl Operator for CampaignCount {
 /// An event's `event_time` (a number or a string of digits), read from its JSON line without
 /// parsing the rest; `None` when absent or not a number (the deserializer then rejects it).
 pub fn event_time(line: &[u8]) -> Option<u64> {
-    const NAME: &[u8] = b"\"event_time\"";
-    let at = line.windows(NAME.len()).position(|w| w == NAME)? + NAME.len();
-    let rest = line[at..].trim_ascii_start().strip_prefix(b":")?.trim_ascii_start();
-    let rest = rest.strip_prefix(b"\"").unwrap_or(rest);
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    parse_u64(&rest[..digits])
+    crate::json::member_u64(line, b"\"event_time\"")
 }
 
 /// Registers the AA functions.

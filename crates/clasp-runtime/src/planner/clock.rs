@@ -55,6 +55,8 @@ pub(super) struct Clock {
     end_registered: bool,
     end_fired: bool,
     paused: bool,
+    /// The last poll found nothing due, and nothing changed since (see [`Clock::quiet`]).
+    nothing_due: bool,
     last_tick: Instant,
 }
 
@@ -85,6 +87,7 @@ impl Clock {
             end_registered: false,
             end_fired: false,
             paused: false,
+            nothing_due: false,
             last_tick: Instant::now(),
         }
     }
@@ -133,6 +136,19 @@ impl Clock {
         self.paused = false;
     }
 
+    /// Whether a poll (or a tick) can start nothing: no processing-time timers, no firing to
+    /// follow, no advance to apply, none queued, and nothing was due at the last poll — the
+    /// frontiers change only as a poll applies advances and completed firings. Dispatches and
+    /// completions check this before reading the clock, so a pipeline without timers pays
+    /// for them no more than this test.
+    pub(super) fn quiet(&self) -> bool {
+        self.nothing_due
+            && self.processing.is_empty()
+            && self.firing.is_none()
+            && self.pending.is_empty()
+            && self.ready.is_empty()
+    }
+
     /// Whether a firing is running.
     pub(super) fn is_firing(&self) -> bool {
         self.firing.is_some()
@@ -156,6 +172,10 @@ impl Clock {
 
     /// Applies what completed in `chains` and opens the next firing, if one is due.
     pub(super) fn poll(&mut self, chains: &mut Chains, now_ns: u64) -> Option<Firing> {
+        if self.quiet() {
+            return None;
+        }
+        self.nothing_due = false;
         if let Some(f) = self.firing {
             if chains.is_open(f.chain) {
                 return None;
@@ -194,6 +214,7 @@ impl Clock {
             );
             self.ready.pop_front()?
         } else {
+            self.nothing_due = true;
             return None;
         };
         let chain = chains.open_uncounted(now_ns);

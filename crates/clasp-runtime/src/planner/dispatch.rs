@@ -170,7 +170,7 @@ pub(super) fn spawn_dispatcher(
                             let batch = take_or_clone(&mut records, i + 1 == outs.len());
                             let mut req = Request::new(op, port, chain, routing.epoch, batch);
                             req.credit = share;
-                            req.watermark = item.watermark;
+                            req.time = wire::ChainTime::entered(item.watermark);
                             parts.extend(migration::reroute(req, &routing, not_a_worker, &mut rng));
                         }
                         Endpoint::Sink(s) => {

@@ -107,7 +107,10 @@ impl Shared {
     fn settle(&self, returns: &[wire::CreditReturn]) {
         let mut chains = lock(&self.chains);
         if chains.settle(returns, now_ns()) > 0 {
-            let firing = lock(&self.clock).poll(&mut chains, now_ns());
+            let firing = {
+                let mut clock = lock(&self.clock);
+                if clock.quiet() { None } else { clock.poll(&mut chains, now_ns()) }
+            };
             drop(chains);
             self.chains_done.notify_all();
             if let Some(f) = firing {
@@ -118,6 +121,9 @@ impl Shared {
 
     /// Starts firings that are due (after a dispatch, a tick or a migration).
     fn poll_clock(&self) {
+        if lock(&self.clock).quiet() {
+            return;
+        }
         let firing = {
             let mut chains = lock(&self.chains);
             let mut clock = lock(&self.clock);
@@ -146,7 +152,7 @@ impl Shared {
         for (w, credit) in hosts.into_iter().zip(shares) {
             let mut req = Request::new(f.op, 0, f.chain, routing.epoch, clasp_core::Batch::new());
             req.credit = credit;
-            req.fire = Some(f.fire);
+            req.time = wire::ChainTime::Fire(f.fire);
             self.send(w, Message::Request(req));
         }
     }

@@ -237,7 +237,7 @@ impl Outbox {
         let batch = std::mem::replace(&mut self.ports[port].by_worker[w.index()], spare);
         self.ports[port].drawn = None;
         let mut req = Request::new(op, in_port, self.chain, self.routing.epoch, batch);
-        req.watermark = self.watermark;
+        req.time = crate::wire::ChainTime::entered(self.watermark);
         self.children.push((w, stream, req));
     }
 
@@ -503,15 +503,15 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
         }
         out.flush_remote_before(&counters.ops[op.index()]);
         let started = clock;
-        out.begin(op, req.chain, req.watermark);
+        out.begin(op, req.chain, req.time.watermark());
         let operator = &shared.ops[op.index()];
         let store = shared.stores[op.index()].as_ref();
-        let exec = match req.fire {
+        let exec = match req.time.fire() {
             Some(fire) => operator.fire(fire.domain, fire.until, store, &mut out, &mut rejects),
             None => {
                 let late_until = if operator.timers().event {
                     Frontiers::late_until(
-                        req.watermark,
+                        req.time.watermark(),
                         shared.pipeline.operator(op).allowed_lateness,
                     )
                 } else {

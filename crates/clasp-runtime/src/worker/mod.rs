@@ -145,7 +145,7 @@ impl WorkerShared {
                     // From before a rollback.
                     continue;
                 }
-                if r.fire.is_some() {
+                if r.time.fire().is_some() {
                     // Timers fire where the planner sent them, on the groups held there (no
                     // firing is sent while a migration runs).
                     local.push(r);

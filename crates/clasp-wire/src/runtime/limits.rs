@@ -190,7 +190,7 @@ impl Validate<Limits> for Request {
             });
         };
         check_id("Request.port", u64::from(self.port), u64::from(ports))?;
-        if self.fire.is_some() {
+        if self.time.fire().is_some() {
             check_len("Request.batch (firing timers)", self.batch.len(), 0)?;
         }
         l.epoch("Request.epoch", self.epoch)

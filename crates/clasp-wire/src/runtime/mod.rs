@@ -17,7 +17,7 @@ pub use checkpoint::{
 };
 pub use limits::Limits;
 pub use migration::{MigrationData, MigrationDone, MigrationOrder, StateGroup};
-pub use request::{Fire, Request};
+pub use request::{ChainTime, Fire, Request};
 pub use routing::RoutingPlan;
 
 use crate::frame::Protocol;
