@@ -272,8 +272,8 @@ pub fn printable(identity: &str) -> String {
     identity.escape_debug().to_string()
 }
 
-/// The bearer token of the admin server's mutating endpoints, derived from the cluster secret
-/// (so that a leaked admin token does not let anyone join the cluster).
+/// The bearer token of the admin server (every endpoint but its probes), derived from the
+/// cluster secret (so that a leaked admin token does not let anyone join the cluster).
 pub fn admin_token(secret: &Secret) -> String {
     let mut m = HmacSha256::new_from_slice(secret.key()).expect("HMAC takes a key of any length");
     m.update(b"clasp admin token v1");
