@@ -223,6 +223,10 @@ impl IngressThread {
         let mut oversized = 0u64;
         let mut bounded = BoundedOutOfOrderness::new(source.out_of_orderness);
         let mut watermark = None;
+        // Room for a request's bytes, from the one before: the queue and the requests in
+        // flight are bounded by the bytes they hold, so a request must not hold much more room
+        // than bytes (a fixed 64 KiB for requests of 13 KB made memory 5 times the bound).
+        let mut room = max_bytes.min(64 << 10);
         'outer: loop {
             match self.top() {
                 Top::Stop => return,
@@ -235,7 +239,7 @@ impl IngressThread {
                 }
                 Top::Read { rewound: None } => {}
             }
-            let mut batch = Batch::with_capacity(batch_size.min(4096), 64 << 10);
+            let mut batch = Batch::with_capacity(batch_size.min(4096), room);
             let mut origin_ns: Option<u64> = None;
             let mut end = false;
             let mut position_after = None;
@@ -296,6 +300,7 @@ impl IngressThread {
                 _ => self.input.reader.position(),
             };
             if !batch.is_empty() {
+                room = (batch.byte_len() + batch.byte_len() / 8).max(1 << 10).min(max_bytes);
                 let entered = watermark;
                 let advanced =
                     self.input.reader.watermark().or_else(|| bounded.watermark()).max(watermark);

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod admin_token;
 pub mod bench;
 pub mod bounds;
 pub mod check;

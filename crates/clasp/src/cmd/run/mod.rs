@@ -423,14 +423,29 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
     stop_on_signals(&job.planner.interrupt)?;
     let quiet = args.quiet;
     let observatory = Arc::new(Observatory::new(&job.pipeline, policy.name(), job.scaling.mode));
+    let access = match &job.planner.security.secret {
+        Some(secret) => clasp_admin::Access::Token(secret.clone()),
+        None if args.security.insecure => clasp_admin::Access::Insecure,
+        None => clasp_admin::Access::Loopback,
+    };
     let admin = (!args.no_admin)
-        .then(|| clasp_admin::AdminServer::start(&args.admin_address, observatory.clone()))
+        .then(|| clasp_admin::AdminServer::start(&args.admin_address, observatory.clone(), access))
         .transpose()?;
     if let Some(a) = &admin {
         if !a.addr().ip().is_loopback() {
-            tracing::warn!("the admin server listens on {}, beyond this machine", a.addr());
+            tracing::warn!(
+                "the admin server listens on {}, beyond this machine, in plain HTTP{}",
+                a.addr(),
+                if a.token().is_some() { "" } else { " and open to anyone (--insecure)" }
+            );
         }
         eprintln!("clasp: admin server at {} (metrics at {}metrics)", a.url(), a.url());
+        if a.token().is_some() {
+            eprintln!(
+                "clasp: dashboard at {} ; other clients send `Authorization: Bearer <token>` (`clasp admin-token` prints it)",
+                a.dashboard_url()
+            );
+        }
     }
     let result = job::run_with_faults(
         job,
