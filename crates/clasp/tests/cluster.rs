@@ -152,8 +152,11 @@ fn rescaled(processes: bool) {
         for field in ["time_s", "planner_ms", "max_worker_pause_ms", "keys_moved", "bytes_moved"] {
             assert!(e[field].is_number(), "scaling event without {field}: {e}");
         }
-        assert!(e["keys_moved"].as_u64().unwrap() > 0, "state moved: {e}");
     }
+    // A step whose placement (planned from the measured rates) leaves every key group of
+    // `count` where it was moves nothing, so only the run as a whole must have moved state.
+    let moved = |e: &serde_json::Value| e["keys_moved"].as_u64().unwrap();
+    assert!(events.iter().any(|e| moved(e) > 0), "no step moved state: {events:?}");
 }
 
 #[test]
