@@ -1,6 +1,9 @@
 //! `clasp run` end to end: word count on worker threads and on worker processes, rescaled
 //! 1 → 3 → 2 → 1 at given input counts, and failures reported clearly.
 
+mod common;
+
+use common::root;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -8,10 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 fn clasp() -> Command {
     Command::new(env!("CARGO_BIN_EXE_clasp"))
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn tmp(name: &str) -> PathBuf {

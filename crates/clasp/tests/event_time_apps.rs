@@ -5,39 +5,19 @@
 //! independent reference's, and no record may come late. With the bound declared too small,
 //! the records beyond it are counted as late by the operator that holds the window.
 
+mod common;
+
 use clasp_apps::profile;
 use clasp_core::rng::SeededRng;
 use clasp_reference::{self as reference, Outcome};
+use common::Scratch;
 use rand::{RngExt, SeedableRng};
-use std::path::PathBuf;
 use std::process::Command;
 
 const SEED: u64 = 11;
 
 /// Input lines, in arrival order.
 type Lines = [Vec<u8>];
-
-/// A scratch directory for one test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(test: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("clasp-event-time-{}-{test}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// One windowed application: its spec (tuned so that a few thousand records give results),
 /// its generated lines and the reference outcome.
@@ -172,7 +152,7 @@ fn late_total(run: &Run) -> u64 {
 /// The case on 1 and 3 workers, paced and unthrottled, in generated order and shuffled within
 /// the bound: every run equals the reference exactly, and none has a late record.
 fn same_results_in_any_order_and_on_any_worker_count(case: &Case) {
-    let dir = Scratch::new(case.app);
+    let dir = Scratch::new("event-time", case.app);
     let p = case.pipeline();
     let shuffled = case.shuffled(SEED);
     // The reference takes records in time order: the shuffle changes nothing for it either.
@@ -217,7 +197,7 @@ fn taxi_w3_is_the_same_in_any_order_and_on_any_worker_count() {
 #[test]
 fn readings_beyond_the_bound_are_counted_late_by_the_window() {
     let case = Case::new("sd", 3_000, &[], "moving_avg");
-    let dir = Scratch::new("late");
+    let dir = Scratch::new("event-time", "late");
     let strict = case.spec.replace("out_of_orderness = 60000000", "out_of_orderness = 0");
     assert_ne!(strict, case.spec);
     let shuffled = case.shuffled(SEED + 1);

@@ -3,6 +3,9 @@
 //! and moving nothing; the admin URL printed at start, with the admin token for the dashboard,
 //! and `clasp admin-token`; `clasp config print` with origins.
 
+mod common;
+
+use common::root;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,10 +14,6 @@ fn clasp() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_clasp"));
     c.current_dir(root()).env_remove("CLASP_LOG").env_remove("CLASP_CONFIG");
     c
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn tmp(name: &str) -> PathBuf {

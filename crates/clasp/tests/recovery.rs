@@ -6,39 +6,15 @@
 //! counted twice. Against a directory store, and against Redis when a server answers (see
 //! `scripts/setup.sh`; with `CLASP_REQUIRE_REDIS=1` a missing server fails the test).
 
+mod common;
+
 use clasp_apps::inputs::{self, SourceLines};
 use clasp_reference::{self as reference, Outcome};
-use std::path::{Path, PathBuf};
+use common::{Scratch, root};
+use std::path::Path;
 use std::process::{Command, Output};
 
 const SEED: u64 = 5;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A scratch directory for one test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(test: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("clasp-recovery-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The Redis location for a test, or `None` (skipped) when no server answers and none is
 /// required.
@@ -121,7 +97,7 @@ fn scenario(
     store: Option<String>,
     schedule: &Schedule<'_>,
 ) -> usize {
-    let dir = Scratch::new(&format!("{test}-{app}"));
+    let dir = Scratch::new("recovery", &format!("{test}-{app}"));
     let store = store.unwrap_or_else(|| dir.file("checkpoints").display().to_string());
     let (input_args, lines) = inputs_of(app, count, &dir);
     let (output, dump, stats) =
