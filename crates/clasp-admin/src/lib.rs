@@ -4,13 +4,18 @@
 //! - `/api/v1/...`: the JSON views of docs/admin-api.md ([`api`]);
 //! - `/`: the live dashboard, its assets embedded in the binary ([`dashboard`]).
 //!
+//! With a cluster secret every endpoint but the probes needs the admin token ([`access`]).
+//!
 //! The server runs on one OS thread with a single-threaded tokio runtime; it only reads the
 //! job's [`Observatory`], which the job's control thread updates once per interval, so the
 //! data plane (OS threads and crossbeam queues) never meets the async runtime.
 
+pub mod access;
 pub mod api;
 pub mod dashboard;
 pub mod metrics;
+
+pub use access::Access;
 
 use axum::Router;
 use axum::extract::State;
@@ -35,6 +40,14 @@ pub enum AdminError {
         #[source]
         source: std::io::Error,
     },
+    /// No secret protects it and the address is beyond this machine.
+    #[error(
+        "admin server: {addr} is reachable beyond this machine and no cluster secret protects it: give --token-file FILE (or set CLASP_TOKEN), listen on 127.0.0.1, or run with --insecure"
+    )]
+    Unprotected {
+        /// The address bound.
+        addr: SocketAddr,
+    },
     /// The runtime could not be built or the server failed.
     #[error("admin server: {what}")]
     Io {
@@ -53,12 +66,24 @@ pub const THREAD_NAME: &str = "admin";
 #[derive(Debug)]
 pub struct AdminServer {
     addr: SocketAddr,
+    token: Option<String>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<Result<(), AdminError>>>,
 }
 
-/// The routes over `obs`.
-pub fn router(obs: Arc<Observatory>) -> Router {
+/// The routes over `obs`, each behind the token of `access` but the probes.
+pub fn router(obs: Arc<Observatory>, access: &Access, port: u16) -> Router {
+    let routes = routes(obs);
+    match access {
+        Access::Token(secret) => routes.layer(axum::middleware::from_fn_with_state(
+            Arc::new(access::Guard::new(secret.clone(), port)),
+            access::guard,
+        )),
+        Access::Loopback | Access::Insecure => routes,
+    }
+}
+
+fn routes(obs: Arc<Observatory>) -> Router {
     Router::new()
         .route("/", get(dashboard::index))
         .route("/assets/{file}", get(dashboard::asset))
@@ -96,11 +121,21 @@ async fn ready(State(obs): State<Arc<Observatory>>) -> (StatusCode, String) {
 
 impl AdminServer {
     /// Binds `addr` (e.g. `127.0.0.1:9898`; port 0 picks one) and serves `obs` from a thread
-    /// of its own.
-    pub fn start(addr: &str, obs: Arc<Observatory>) -> Result<Self, AdminError> {
+    /// of its own to whoever `access` lets in. Without a secret ([`Access::Loopback`]) an
+    /// address beyond this machine is refused.
+    pub fn start(addr: &str, obs: Arc<Observatory>, access: Access) -> Result<Self, AdminError> {
         let bind = |source| AdminError::Bind { addr: addr.into(), source };
         let listener = std::net::TcpListener::bind(addr).map_err(bind)?;
         let local = listener.local_addr().map_err(bind)?;
+        if matches!(access, Access::Loopback) && !local.ip().is_loopback() {
+            return Err(AdminError::Unprotected { addr: local });
+        }
+        let token = match &access {
+            Access::Token(secret) => Some(clasp_wire::auth::admin_token(secret)),
+            Access::Loopback | Access::Insecure => None,
+        };
+        let app =
+            router(obs, &access, local.port()).into_make_service_with_connect_info::<SocketAddr>();
         listener.set_nonblocking(true).map_err(bind)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_io()
@@ -114,7 +149,7 @@ impl AdminServer {
                 runtime.block_on(async move {
                     let listener = tokio::net::TcpListener::from_std(listener)
                         .map_err(|source| AdminError::Io { what: "listening", source })?;
-                    axum::serve(listener, router(obs))
+                    axum::serve(listener, app)
                         .with_graceful_shutdown(async {
                             let _ = stopped.await;
                         })
@@ -123,7 +158,7 @@ impl AdminServer {
                 })
             })
             .map_err(|source| AdminError::Io { what: "starting its thread", source })?;
-        Ok(Self { addr: local, stop: Some(stop), thread: Some(thread) })
+        Ok(Self { addr: local, token, stop: Some(stop), thread: Some(thread) })
     }
 
     /// The address it listens on.
@@ -134,6 +169,20 @@ impl AdminServer {
     /// `http://ADDR/`.
     pub fn url(&self) -> String {
         format!("http://{}/", self.addr)
+    }
+
+    /// The admin token requests must carry, if a secret protects the server.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
+    /// The dashboard's address to open in a browser: with `?token=` if a secret protects the
+    /// server (the browser exchanges it for a cookie on the first request).
+    pub fn dashboard_url(&self) -> String {
+        match &self.token {
+            Some(t) => format!("{}?{}={t}", self.url(), access::TOKEN_PARAM),
+            None => self.url(),
+        }
     }
 
     /// Stops serving and waits for the server's thread.

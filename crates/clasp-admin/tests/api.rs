@@ -3,7 +3,7 @@
 
 mod common;
 
-use clasp_admin::AdminServer;
+use clasp_admin::{Access, AdminServer};
 use clasp_plan::Policy;
 use clasp_plan::autoscaler::Mode;
 use clasp_runtime::job::{JobOutput, RescaleAt};
@@ -297,7 +297,8 @@ fn health_metrics_and_the_dashboard_are_served() {
 fn before_a_placement_the_server_is_live_but_not_ready() {
     let p = common::pipeline("wc.toml");
     let obs = Arc::new(Observatory::new(&p, "clasp", Mode::Recommend));
-    let server = AdminServer::start("127.0.0.1:0", obs).unwrap();
+    let server =
+        AdminServer::start("127.0.0.1:0", obs, Access::Token(common::secret().clone())).unwrap();
     let addr = server.addr();
     assert_eq!(get(addr, "/healthz").0, 200);
     let (status, body) = get(addr, "/readyz");

@@ -73,7 +73,10 @@ fn the_dashboard_shows_every_operator_and_charts_with_data() {
     // run goes on while the page loads.
     let (out, server, _) = run.run(|addr, interval| {
         if interval == 4 && browser.is_none() {
-            browser = Some(dump_dom(&chromium, &profile, &format!("http://{addr}/")));
+            // The URL `clasp run` prints: the token once, exchanged for a cookie that the
+            // page's own requests carry.
+            let url = format!("http://{addr}/?token={}", common::token());
+            browser = Some(dump_dom(&chromium, &profile, &url));
         }
     });
     assert_eq!(out.placement.workers, 10);

@@ -218,22 +218,42 @@ fn the_grafana_queries_are_valid_promql() {
 }
 
 #[test]
-fn the_prometheus_scrape_config_is_valid() {
+fn the_prometheus_scrape_config_is_valid_and_sends_the_admin_token() {
     let Some(promtool) = tool(&["promtool"], "CLASP_REQUIRE_PROMTOOL", "prometheus") else {
         return;
     };
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = Command::new(promtool)
-        .args(["check", "config"])
-        .arg(root.join("deploy/prometheus/prometheus.yml"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let config = std::fs::read_to_string(root.join("deploy/prometheus/prometheus.yml")).unwrap();
+    // The scrape carries the admin token as a bearer credential, read from a file.
+    let file = config
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("credentials_file:"))
+        .expect("the scrape config names a credentials_file")
+        .trim();
+    assert!(config.contains("type: Bearer"), "{config}");
+    let dir = std::env::temp_dir().join(format!("clasp-prometheus-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("prometheus.yml"), &config).unwrap();
+    let check = || {
+        let out = Command::new(&promtool)
+            .args(["check", "config"])
+            .arg(dir.join("prometheus.yml"))
+            .output()
+            .unwrap();
+        let report = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), report)
+    };
+    // promtool reads the credentials: without the file the config is refused.
+    let (ok, report) = check();
+    assert!(!ok && report.contains(file), "promtool took a missing token file:\n{report}");
+    std::fs::write(dir.join(file), clasp_wire::auth::admin_token(common::secret())).unwrap();
+    let (ok, report) = check();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(ok, "{report}");
 }
 
 #[test]

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Campaigns in YSB.
 pub const CAMPAIGNS: usize = 100;
@@ -220,6 +220,17 @@ impl JoinCampaign {
             .collect();
         Self { table: Arc::new(table) }
     }
+
+    /// The join over `catalog(campaigns, ads_per_campaign)`. Every slot of every worker
+    /// instantiates the operator, so the default catalog's table is built once per process
+    /// and shared.
+    pub fn of_catalog(campaigns: usize, ads_per_campaign: usize) -> Self {
+        static DEFAULT: OnceLock<JoinCampaign> = OnceLock::new();
+        if (campaigns, ads_per_campaign) != (CAMPAIGNS, ADS_PER_CAMPAIGN) {
+            return Self::new(&catalog(campaigns, ads_per_campaign));
+        }
+        DEFAULT.get_or_init(|| Self::new(&catalog(CAMPAIGNS, ADS_PER_CAMPAIGN))).clone()
+    }
 }
 
 impl Operator for JoinCampaign {
@@ -300,12 +311,7 @@ impl Operator for CampaignCount {
 /// An event's `event_time` (a number or a string of digits), read from its JSON line without
 /// parsing the rest; `None` when absent or not a number (the deserializer then rejects it).
 pub fn event_time(line: &[u8]) -> Option<u64> {
-    const NAME: &[u8] = b"\"event_time\"";
-    let at = line.windows(NAME.len()).position(|w| w == NAME)? + NAME.len();
-    let rest = line[at..].trim_ascii_start().strip_prefix(b":")?.trim_ascii_start();
-    let rest = rest.strip_prefix(b"\"").unwrap_or(rest);
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    parse_u64(&rest[..digits])
+    crate::json::member_u64(line, b"\"event_time\"")
 }
 
 /// Registers the AA functions.
@@ -319,7 +325,7 @@ pub fn register(r: &mut Registry) {
         let p = Params::new(spec, &["campaigns", "ads_per_campaign"])?;
         let c = p.positive("campaigns", CAMPAIGNS as u64)? as usize;
         let a = p.positive("ads_per_campaign", ADS_PER_CAMPAIGN as u64)? as usize;
-        Ok(erase(JoinCampaign::new(&catalog(c, a))))
+        Ok(erase(JoinCampaign::of_catalog(c, a)))
     });
     r.register("aa.campaign_count", |spec| {
         let p = Params::new(spec, &["window_ms"])?;

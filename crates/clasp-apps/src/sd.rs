@@ -11,13 +11,22 @@
 //! - `sd.spike_detect` (param `threshold`, default 0.03): emits the record when
 //!   `|value − average| > threshold · average`.
 //!
+//! A reading's event time is its `date time` in µs since the Unix epoch (`sd.time`; only
+//! well-formed lines get one, so a malformed line never advances the watermark). The window
+//! follows event time, not arrival: `moving_avg` holds each reading until the watermark
+//! passes it (an event-time timer at the reading's time), then averages the sensor's due
+//! readings in time order (equal times by value), so which readings share a window, and every
+//! average, are the same whatever the arrival order within the source's `out_of_orderness`
+//! and the worker count. Readings later than that are counted as `late`.
+//!
 //! Temperatures are fixed-point with [`DECIMALS`] decimals, so the sum is exact and the spike
 //! test `|n·v − sum| · 10⁶ > threshold_ppm · sum` is computed exactly in integers.
 
-use crate::date::format_utc;
+use crate::date::{format_utc, parse_utc};
 use crate::text::{Buf, Params, div_round, fields, parse_fixed};
 use clasp_core::rng::{SeededRng, independent_stream};
-use clasp_core::{Batch, Context, Operator, Registry};
+use clasp_core::time::{Timer, TimerUse};
+use clasp_core::{Batch, Context, Operator, Record, Registry};
 use rand::RngExt;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
@@ -36,7 +45,33 @@ fn temperature(line: &[u8]) -> Result<i64, &'static str> {
     parse_fixed(t, DECIMALS).ok_or("non-numeric temperature")
 }
 
-/// The readings of one sensor inside the window.
+/// The event time of an Intel-lab line: its `date time` (`YYYY-MM-DD HH:MM:SS[.ffffff]`,
+/// UTC) in µs since the Unix epoch; `None` unless the whole line is a well-formed reading.
+pub fn reading_time(line: &[u8]) -> Option<u64> {
+    temperature(line).ok()?;
+    let mut f = line.split(u8::is_ascii_whitespace).filter(|f| !f.is_empty());
+    let (date, time) = (f.next()?, f.next()?);
+    let (hms, fraction) = match time.iter().position(|c| *c == b'.') {
+        Some(i) => (&time[..i], &time[i + 1..]),
+        None => (time, &b""[..]),
+    };
+    if fraction.len() > 6 || !fraction.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut stamp = [0u8; 19];
+    if date.len() != 10 || hms.len() != 8 {
+        return None;
+    }
+    stamp[..10].copy_from_slice(date);
+    stamp[10] = b' ';
+    stamp[11..].copy_from_slice(hms);
+    let secs = u64::try_from(parse_utc(&stamp)?).ok()?;
+    // The fraction's digits, padded to µs.
+    let micros = (0..6).fold(0, |m, i| m * 10 + fraction.get(i).map_or(0, |d| u64::from(d - b'0')));
+    secs.checked_mul(1_000_000)?.checked_add(micros)
+}
+
+/// The readings of one sensor inside the window, and those waiting for the watermark.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Window {
     /// The last readings, oldest first (fixed-point).
@@ -45,6 +80,8 @@ pub struct Window {
     pub sum: i64,
     /// Readings seen in all.
     pub seen: u64,
+    /// `(time, value)` of readings not yet averaged, ascending.
+    pub pending: Vec<(u64, i64)>,
 }
 
 /// `sd.moving_avg`.
@@ -53,11 +90,33 @@ pub struct MovingAverage {
     window: usize,
 }
 
+impl MovingAverage {
+    /// Adds `v` to the window of `r`'s sensor and emits it with the new average.
+    fn average(&self, ctx: &mut Context<'_, Window>, r: Record<'_>, time: u64, v: i64) {
+        let w = ctx.state(r);
+        if w.values.len() == self.window {
+            w.sum -= w.values.pop_front().unwrap_or(0);
+        }
+        w.values.push_back(v);
+        w.sum += v;
+        w.seen += 1;
+        let avg = div_round(w.sum, w.values.len() as i64);
+        let mut out = Buf::new();
+        out.put(r.key).byte(b',').fixed(v, DECIMALS).byte(b',').fixed(avg, DECIMALS);
+        match out.get() {
+            Some(line) => ctx.emit_at(time, r.key, line),
+            None => ctx.reject("sensor id too long"),
+        }
+    }
+}
+
 impl Operator for MovingAverage {
     type State = Window;
+    fn timers(&self) -> TimerUse {
+        TimerUse::EVENT
+    }
     fn process(&self, input: &Batch, ctx: &mut Context<'_, Window>) {
-        let mut out = Buf::new();
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             let v = match temperature(r.value) {
                 Ok(v) if !r.key.is_empty() => v,
                 Ok(_) => {
@@ -69,20 +128,23 @@ impl Operator for MovingAverage {
                     continue;
                 }
             };
+            let Some(time) = time else {
+                ctx.reject("bad time");
+                continue;
+            };
             let w = ctx.state(r);
-            if w.values.len() == self.window {
-                w.sum -= w.values.pop_front().unwrap_or(0);
-            }
-            w.values.push_back(v);
-            w.sum += v;
-            w.seen += 1;
-            let avg = div_round(w.sum, w.values.len() as i64);
-            out.clear();
-            out.put(r.key).byte(b',').fixed(v, DECIMALS).byte(b',').fixed(avg, DECIMALS);
-            match out.get() {
-                Some(line) => ctx.emit(r.key, line),
-                None => ctx.reject("sensor id too long"),
-            }
+            let at = w.pending.partition_point(|p| *p <= (time, v));
+            w.pending.insert(at, (time, v));
+            ctx.set_event_timer(r, time);
+        }
+    }
+    fn on_timer(&self, timer: Timer<'_>, ctx: &mut Context<'_, Window>) {
+        let r = timer.record();
+        let Some(w) = ctx.existing_state(r) else { return };
+        let due = w.pending.partition_point(|p| p.0 <= timer.time);
+        let readings: Vec<(u64, i64)> = w.pending.drain(..due).collect();
+        for (time, v) in readings {
+            self.average(ctx, r, time, v);
         }
     }
 }
@@ -97,7 +159,7 @@ pub struct SpikeDetect {
 impl Operator for SpikeDetect {
     type State = ();
     fn process(&self, input: &Batch, ctx: &mut Context<'_, ()>) {
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             let Some([_, v, avg]) = fields::<3>(r.value, b',') else {
                 ctx.reject("wrong field count");
                 continue;
@@ -110,14 +172,15 @@ impl Operator for SpikeDetect {
             // |v − avg| > t·avg, with t = ppm / 10⁶, in exact integer arithmetic.
             let diff = i128::from(v - avg).abs() * 1_000_000;
             if diff > i128::from(self.threshold_ppm) * i128::from(avg) {
-                ctx.emit(r.key, r.value);
+                ctx.emit_with(time, r.key, r.value);
             }
         }
     }
 }
 
-/// Registers `sd.moving_avg` and `sd.spike_detect`.
+/// Registers `sd.time`, `sd.moving_avg` and `sd.spike_detect`.
 pub fn register(r: &mut Registry) {
+    r.register_event_time("sd.time", reading_time);
     r.register("sd.moving_avg", |spec| {
         let p = Params::new(spec, &["window"])?;
         let window = p.positive("window", 100)? as usize;
@@ -230,13 +293,33 @@ mod tests {
     }
 
     #[test]
-    fn average_over_the_window_and_exact_spike_test() {
+    fn average_over_the_window_in_event_time_order_and_exact_spike_test() {
         let store = KeyedStore::new(4);
         let op = MovingAverage { window: 2 };
         let l = |t: &str| format!("d t 1 7 {t} 1 1 1");
         let (a, b, c) = (l("10"), l("20"), l("40"));
-        let (out, _) = run(&op, &store, &[("7", &a), ("7", &b), ("7", &c)]);
+        // Arriving as c, a, b with times 3, 1, 2: averaged in time order once due.
+        let readings = [(&c, 3), (&a, 1), (&b, 2)];
+        let mut batch = Batch::new();
+        for (v, t) in readings {
+            batch.push_timed(b"7", v.as_bytes(), Some(t));
+        }
+        let mut out = CollectingEmitter::default();
+        let mut rej = Rejections::default();
+        op.process(&batch, &mut Context::new(&store, &mut out, 0, &mut rej));
+        assert!(out.records.is_empty(), "nothing is averaged before the watermark");
+        for time in [2, 3] {
+            let timer = Timer { key: b"7", time, domain: clasp_core::time::TimeDomain::Event };
+            op.on_timer(timer, &mut Context::new(&store, &mut out, 0, &mut rej));
+        }
+        let out: Vec<String> =
+            out.records.into_iter().map(|(_, _, v)| String::from_utf8(v).unwrap()).collect();
         assert_eq!(out, ["7,10.0000,10.0000", "7,20.0000,15.0000", "7,40.0000,30.0000"]);
+        assert_eq!(
+            reading_time(b"2004-03-01 00:00:31.5 1 7 19.5 1 1 1"),
+            Some(1_078_099_231_500_000)
+        );
+        assert_eq!(reading_time(b"2004-03-01 00:00:31.5 1 7 x 1 1 1"), None);
         let spike = SpikeDetect { threshold_ppm: 30_000 };
         let (out, rej) = run(
             &spike,

@@ -7,15 +7,19 @@ use clasp_reference::{self as reference, Outcome};
 use std::collections::BTreeMap;
 
 /// Runs `app` on generated lines with `bad` lines (per source) spread among them; returns
-/// the rejections as `operator/reason → count`.
+/// the rejections as `operator/reason → count`. In a bad line, `NOW` stands for the event time
+/// of the good line before it, so that it comes on time.
 fn run_with_bad(app: &str, count: u64, bad: &[(&str, &[&str])]) -> BTreeMap<String, u64> {
     let p = pipeline(app).unwrap();
     let mut inputs = profile::generate(app, count, 5).unwrap();
     for (source, lines) in bad {
         let (_, good) = inputs.iter_mut().find(|(s, _)| s == source).unwrap();
+        let times = registry().event_times(&p).unwrap();
+        let time = &times[p.source_id(source).unwrap().index()];
         for (i, l) in lines.iter().enumerate() {
             let at = (i + 1) * good.len() / (lines.len() + 1);
-            good.insert(at, l.as_bytes().to_vec());
+            let now = time.as_ref().and_then(|t| t(&good[at - 1])).unwrap_or_default();
+            good.insert(at, l.replace("NOW", &now.to_string()).into_bytes());
         }
     }
     for batch in [1, 16] {
@@ -146,8 +150,8 @@ fn etl_rejects_bad_messages_and_repairs_bad_values() {
                 "{bad",
                 r#"{"bn":"sensor-001","bt":5}"#,
                 r#"{"bn":"sensor-001","bt":"later","e":[]}"#,
-                r#"{"bn":"sensor-002","bt":6,"e":[{"n":"temperature","v":"hot"},{"n":"humidity","v":40},{"n":"light","v":2}]}"#,
-                r#"{"bn":"sensor-003","bt":7,"e":[{"n":"temperature","v":20},{"n":"light","v":2}]}"#,
+                r#"{"bn":"sensor-002","bt":NOW,"e":[{"n":"temperature","v":"hot"},{"n":"humidity","v":40},{"n":"light","v":2}]}"#,
+                r#"{"bn":"sensor-003","bt":NOW,"e":[{"n":"temperature","v":20},{"n":"light","v":2}]}"#,
                 r#"{"bn":"sensor-004","bt":8,"e":[7]}"#,
             ],
         )],

@@ -25,6 +25,7 @@ pub mod placement;
 pub mod registry;
 pub mod report;
 pub mod rng;
+pub mod snapshot;
 pub mod source;
 pub mod spec;
 pub mod state;

@@ -83,6 +83,12 @@ pub trait Source: Send {
     /// Continues after `position`, from an earlier [`Source::position`] over the same input.
     fn seek(&mut self, position: &SourcePosition) -> Result<(), SourceError>;
 
+    /// Whether [`Source::seek`] also goes back to earlier positions (what recovering a running
+    /// job needs), not only forward.
+    fn rewindable(&self) -> bool {
+        false
+    }
+
     /// The source's own watermark, if it generates one; `None` leaves it to the runtime
     /// (bounded out-of-orderness over the event times read).
     fn watermark(&self) -> Option<u64> {
@@ -248,6 +254,10 @@ impl Source for FileSource {
         self.offset = to;
         Ok(())
     }
+
+    fn rewindable(&self) -> bool {
+        true
+    }
 }
 
 /// Makes a fresh line source over the same input (a generator from its seed, say).
@@ -289,6 +299,10 @@ impl Source for Replayable {
             self.lines = Lines::new((self.reopen)()?).with_event_time(event_time);
         }
         self.lines.seek(position)
+    }
+
+    fn rewindable(&self) -> bool {
+        true
     }
 }
 

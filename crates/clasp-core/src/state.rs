@@ -8,6 +8,7 @@
 use crate::batch::Record;
 use crate::hash::key_group;
 use crate::ids::KeyGroup;
+use crate::snapshot::{EncodedGroup, StoreSnapshot};
 use crate::sync::lock;
 use crate::time::{TimeDomain, TimerQueue};
 use hashbrown::HashTable;
@@ -15,7 +16,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::any::Any;
 use std::io::{self, Write};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// What can go wrong moving state.
 #[derive(Debug, thiserror::Error)]
@@ -61,11 +62,19 @@ struct Group<S> {
     timers: TimerQueue,
     staged: Option<(Vec<u8>, usize)>,
     failed: Option<StateError>,
+    /// A checkpoint's snapshot still waiting for this group's encoding, and the group's slot.
+    snapshot: Option<(Arc<StoreSnapshot>, usize)>,
 }
 
 impl<S> Default for Group<S> {
     fn default() -> Self {
-        Self { table: HashTable::new(), timers: TimerQueue::default(), staged: None, failed: None }
+        Self {
+            table: HashTable::new(),
+            timers: TimerQueue::default(),
+            staged: None,
+            failed: None,
+            snapshot: None,
+        }
     }
 }
 
@@ -118,6 +127,30 @@ impl<S: StateValue> Group<S> {
     fn len(&self) -> usize {
         self.table.len() + self.staged.as_ref().map_or(0, |(_, n)| *n)
     }
+
+    /// Encodes the group into the snapshot waiting for it, if any (before it changes).
+    fn snapshot_now(&mut self, id: KeyGroup, groups: u32) {
+        let Some((snapshot, slot)) = self.snapshot.take() else { return };
+        self.settle(id, groups);
+        let mut bytes = Vec::new();
+        let encoded = encode_group(&self.table, &self.timers, id, &mut bytes)
+            .map(|keys| EncodedGroup { bytes, keys });
+        snapshot.fill(slot, encoded);
+    }
+}
+
+/// Appends a group's encoding ([`Encoded`]: its entries, then its pending timers) to `out`.
+fn encode_group<S: StateValue>(
+    table: &Table<S>,
+    timers: &TimerQueue,
+    group: KeyGroup,
+    out: &mut Vec<u8>,
+) -> Result<usize, StateError> {
+    let entries: Vec<(&[u8], &S)> = table.iter().map(|e| (&e.key[..], &e.value)).collect();
+    let encoded = postcard::to_extend(&(&entries, timers), std::mem::take(out))
+        .map_err(|source| StateError::Encode { group, source })?;
+    *out = encoded;
+    Ok(entries.len())
 }
 
 /// The keyed state of one operator on one worker.
@@ -193,6 +226,13 @@ pub trait StateStore: Send + Sync {
     fn dump_json(&self, operator: &str, out: &mut dyn Write) -> io::Result<usize>;
     /// Pending timers, over all groups.
     fn timer_count(&self) -> usize;
+    /// Marks `groups` for a checkpoint in O(groups): each is encoded, as it is now, before its
+    /// next change or by [`StateStore::snapshot_group`], whichever comes first.
+    fn mark_snapshot(&self, groups: Vec<KeyGroup>) -> Arc<StoreSnapshot>;
+    /// Encodes `group` into the snapshot marked for it now, if it has not been yet.
+    fn snapshot_group(&self, group: KeyGroup);
+    /// Drops every entry, timer, staged encoding and snapshot mark (a rollback to a checkpoint).
+    fn clear(&self);
 }
 
 /// Entries taken out of a store, not yet encoded.
@@ -212,11 +252,7 @@ impl<S: StateValue> DetachedGroup for Detached<S> {
     }
 
     fn encode(&self, group: KeyGroup, out: &mut Vec<u8>) -> Result<usize, StateError> {
-        let entries: Vec<(&[u8], &S)> = self.0.iter().map(|e| (&e.key[..], &e.value)).collect();
-        let encoded = postcard::to_extend(&(&entries, &self.1), std::mem::take(out))
-            .map_err(|source| StateError::Encode { group, source })?;
-        *out = encoded;
-        Ok(entries.len())
+        encode_group(&self.0, &self.1, group, out)
     }
 }
 
@@ -246,6 +282,7 @@ impl<S: StateValue> StateStore for KeyedStore<S> {
             return Box::new(Detached::<S>(HashTable::new(), TimerQueue::default()));
         };
         let mut g = lock(g);
+        g.snapshot_now(group, self.group_count());
         g.settle(group, self.group_count());
         Box::new(Detached(std::mem::take(&mut g.table), std::mem::take(&mut g.timers)))
     }
@@ -253,6 +290,7 @@ impl<S: StateValue> StateStore for KeyedStore<S> {
     fn stage_group(&self, group: KeyGroup, bytes: Vec<u8>, keys: usize) {
         if let Some(g) = self.groups.get(group.index()) {
             let mut g = lock(g);
+            g.snapshot_now(group, self.group_count());
             g.settle(group, self.group_count());
             g.staged = Some((bytes, keys));
         }
@@ -296,6 +334,34 @@ impl<S: StateValue> StateStore for KeyedStore<S> {
             writeln!(out, "{{\"operator\":{op},\"key\":{key},\"value\":{value}}}")?;
         }
         Ok(lines.len())
+    }
+
+    fn mark_snapshot(&self, groups: Vec<KeyGroup>) -> Arc<StoreSnapshot> {
+        let snapshot = Arc::new(StoreSnapshot::new(groups));
+        let count = self.group_count();
+        for (slot, &id) in snapshot.groups().iter().enumerate() {
+            let Some(g) = self.groups.get(id.index()) else {
+                snapshot.fill(slot, Ok(EncodedGroup { bytes: vec![0], keys: 0 }));
+                continue;
+            };
+            let mut g = lock(g);
+            // An older snapshot still waiting for this group gets it first.
+            g.snapshot_now(id, count);
+            g.snapshot = Some((snapshot.clone(), slot));
+        }
+        snapshot
+    }
+
+    fn snapshot_group(&self, group: KeyGroup) {
+        if let Some(g) = self.groups.get(group.index()) {
+            lock(g).snapshot_now(group, self.group_count());
+        }
+    }
+
+    fn clear(&self) {
+        for g in &self.groups {
+            *lock(g) = Group::default();
+        }
     }
 }
 
@@ -375,6 +441,8 @@ impl<'a, S: StateValue> StateAccess<'a, S> {
             self.current = None;
             let mut guard = lock(&self.store.groups[g as usize]);
             guard.settle(KeyGroup(g), groups);
+            // Copy on write: a group a checkpoint still waits for is encoded before it changes.
+            guard.snapshot_now(KeyGroup(g), groups);
             self.current = Some((g, guard));
         }
         match &mut self.current {
@@ -520,6 +588,50 @@ mod tests {
         dst.stage_group(other, vec![0xff, 0xff, 0xff], 1);
         let _ = dst.key_count();
         assert!(matches!(dst.import_staged(other), Err(StateError::Decode { .. })));
+    }
+
+    #[test]
+    fn a_snapshot_holds_the_groups_as_they_were_when_marked() {
+        let groups = 16;
+        let s: KeyedStore<u64> = KeyedStore::new(groups);
+        let b: Batch = (0..2000u32)
+            .map(|i| format!("k{i}"))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|k| (k.as_bytes(), &b""[..]))
+            .collect();
+        let mut acc = StateAccess::new(&s);
+        for r in b.iter() {
+            *acc.get_mut(r) += 1;
+        }
+        drop(acc);
+        let all: Vec<KeyGroup> = (0..groups).map(KeyGroup).collect();
+        let snap = s.mark_snapshot(all.clone());
+        // Changes after the mark: every key twice more; half the groups are encoded first by
+        // these changes (copy on write), the rest by the writer afterwards.
+        let mut acc = StateAccess::new(&s);
+        for r in b.iter().filter(|r| key_group(r.hash, groups).0.is_multiple_of(2)) {
+            *acc.get_mut(r) += 2;
+        }
+        drop(acc);
+        let restored: KeyedStore<u64> = KeyedStore::new(groups);
+        let mut keys = 0;
+        for (slot, &g) in all.iter().enumerate() {
+            s.snapshot_group(g);
+            let e = snap.take(slot).expect("every marked group is encoded").unwrap();
+            keys += e.keys;
+            restored.import_group(g, &e.bytes).unwrap();
+        }
+        assert_eq!(keys, 2000);
+        let mut acc = StateAccess::new(&restored);
+        assert!(b.iter().all(|r| acc.get(r).copied() == Some(1)), "the marked values");
+        let mut live = StateAccess::new(&s);
+        let want =
+            |r: &Record<'_>| if key_group(r.hash, groups).0.is_multiple_of(2) { 3 } else { 1 };
+        assert!(b.iter().all(|r| live.get(r).copied() == Some(want(&r))), "changes kept");
+        drop(live);
+        s.clear();
+        assert_eq!(s.key_count(), 0);
     }
 
     #[test]

@@ -2,19 +2,19 @@
 //! stream sent to the cloud's edge ingress over one TCP connection.
 //!
 //! The device replays its sources ([`crate::input`]) through its operators — one instance of
-//! each, single-threaded ([`LocalDriver`]) — and every `flush` interval (or 4,096 records)
+//! each, single-threaded, in the local driver — and every `flush` interval (or 4,096 records)
 //! sends what reached each connector as one `Data` frame, stamped with the read time of the
 //! oldest raw record behind it. At the end it sends `End` with its per-connector counts and
 //! waits for the cloud's `Ack`.
 
 use crate::cut::{self, Mode};
+use crate::engine::Engine;
 use crate::error::EdgeError;
 use crate::input::{self, InputSpec, Replay, Share};
 use crate::protocol::{self, Hello, Outgoing, ToDevice};
 use crate::shaper::{LinkShape, LinkWriter};
 use crate::subgraph::{self, DeviceGraph};
-use clasp_core::local::{LocalDriver, LocalOptions};
-use clasp_core::{Batch, Endpoint, Pipeline, Registry, SinkId, SourceId};
+use clasp_core::{Batch, Pipeline, Registry, SourceId};
 use clasp_plan::edgecut::{CostModel, Devices};
 use clasp_runtime::worker::executor::now_ns;
 use clasp_wire::frame::PREAMBLE_LEN;
@@ -247,6 +247,9 @@ fn replay(
         }
         due[i] = replays[i].next(&mut lines[i])?;
     }
+    // The end of the input is the final watermark: every pending timer fires (windows close)
+    // before the last records are sent.
+    engine.finish();
     out.send(engine, link)?;
     Ok(read)
 }
@@ -303,117 +306,6 @@ impl Outbox {
         self.pending = 0;
         self.since = Instant::now();
         Ok(())
-    }
-}
-
-/// The device's operators, or a forwarder when it runs none.
-enum Engine {
-    Driver {
-        driver: Box<LocalDriver>,
-        /// Sub-pipeline source of each input (in device source order).
-        sources: Vec<SourceId>,
-        /// Sub-pipeline sink of each connector.
-        sinks: Vec<SinkId>,
-    },
-    Forward {
-        /// Connectors fed by each input.
-        routes: Vec<Vec<usize>>,
-        /// Records per connector.
-        out: Vec<Batch>,
-    },
-}
-
-impl Engine {
-    fn new(
-        p: &Pipeline,
-        graph: &DeviceGraph,
-        registry: &Registry,
-        batch_size: usize,
-    ) -> Result<Self, EdgeError> {
-        let Some(dp) = &graph.pipeline else {
-            let routes = graph
-                .sources
-                .iter()
-                .map(|&s| {
-                    (0..graph.connectors.len())
-                        .filter(|&c| {
-                            p.stream(graph.connectors[c].stream).from == Endpoint::Source(s)
-                        })
-                        .collect()
-                })
-                .collect();
-            return Ok(Self::Forward { routes, out: vec![Batch::new(); graph.connectors.len()] });
-        };
-        let options = LocalOptions { batch_size: batch_size.max(1), ..LocalOptions::default() };
-        let driver = LocalDriver::new(dp, registry, options)
-            .map_err(|e| EdgeError::Registry(e.to_string()))?;
-        let id_of = |name: &str| dp.sources.iter().find(|s| s.name == name).map(|s| s.id);
-        let sources = graph
-            .sources
-            .iter()
-            .map(|s| {
-                id_of(&p.sources[s.index()].name).expect("the device part declares its sources")
-            })
-            .collect();
-        let sinks = graph
-            .connectors
-            .iter()
-            .map(|c| {
-                dp.sinks
-                    .iter()
-                    .find(|k| k.name == c.name)
-                    .map(|k| k.id)
-                    .expect("a sink per connector")
-            })
-            .collect();
-        Ok(Self::Driver { driver: Box::new(driver), sources, sinks })
-    }
-
-    fn push(&mut self, input: usize, key: &[u8], value: &[u8]) {
-        match self {
-            Self::Driver { driver, sources, .. } => driver.push(sources[input], key, value),
-            Self::Forward { routes, out } => {
-                for &c in &routes[input] {
-                    out[c].push(key, value);
-                }
-            }
-        }
-    }
-
-    /// Runs everything buffered and hands each connector's records to `f`.
-    fn drain(
-        &mut self,
-        mut f: impl FnMut(usize, &Batch) -> Result<(), EdgeError>,
-    ) -> Result<(), EdgeError> {
-        match self {
-            Self::Driver { driver, sinks, .. } => {
-                driver.flush();
-                for (c, &sink) in sinks.iter().enumerate() {
-                    let records = driver.take_sink_records(sink);
-                    if !records.is_empty() {
-                        f(c, &records)?;
-                    }
-                }
-            }
-            Self::Forward { out, .. } => {
-                for (c, records) in out.iter_mut().enumerate() {
-                    if !records.is_empty() {
-                        f(c, records)?;
-                        records.clear();
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn rejections(&self) -> Vec<(String, String, u64)> {
-        match self {
-            Self::Driver { driver, .. } => {
-                driver.rejections().into_iter().map(|(o, r, n)| (o, r.to_owned(), n)).collect()
-            }
-            Self::Forward { .. } => Vec::new(),
-        }
     }
 }
 

@@ -17,6 +17,7 @@ pub mod cloud;
 pub mod cut;
 pub mod device;
 pub mod embedded;
+mod engine;
 pub mod error;
 pub mod input;
 pub mod netns;

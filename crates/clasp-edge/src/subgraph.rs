@@ -114,7 +114,11 @@ pub fn cloud_graph(p: &Pipeline, cut: &EdgeCut) -> Result<CloudGraph, EdgeError>
         spec.source(&p.sources[s.index()]);
     }
     for c in &graph.ingress {
-        spec.ingress_source(&c.name);
+        let raw_of = match p.stream(c.stream).from {
+            Endpoint::Source(x) => Some(&p.sources[x.index()]),
+            _ => None,
+        };
+        spec.ingress_source(&c.name, raw_of);
     }
     for &o in &cut.cloud.operators {
         spec.operator(p.operator(o));
@@ -195,17 +199,30 @@ impl SpecBuilder {
         if let Some(r) = s.rate {
             t.insert("rate".into(), Value::Float(r));
         }
+        if let Some(f) = &s.event_time {
+            t.insert("event_time".into(), text(f));
+            let bound = i64::try_from(s.out_of_orderness).unwrap_or(i64::MAX);
+            t.insert("out_of_orderness".into(), Value::Integer(bound));
+        }
         self.sources.push(Value::Table(t));
     }
 
     /// A source fed by a connector. Its records carry their keys; `key_field` only satisfies
     /// the rule that a source feeding a stateful operator says how its records are keyed.
-    fn ingress_source(&mut self, name: &str) {
-        self.sources.push(table([
+    /// The raw lines of a source with event times (`raw_of`) get their times read as the
+    /// source reads them, but no watermark before the input ends: the connector merges the
+    /// devices' streams in an order the network decides, so only the end bounds them.
+    fn ingress_source(&mut self, name: &str, raw_of: Option<&Source>) {
+        let mut t = table([
             ("name", text(name)),
             ("key_field", Value::Integer(0)),
             ("format", text("edge connector: keyed records")),
-        ]));
+        ]);
+        if let (Value::Table(t), Some(f)) = (&mut t, raw_of.and_then(|s| s.event_time.as_ref())) {
+            t.insert("event_time".into(), text(f));
+            t.insert("out_of_orderness".into(), Value::Integer(i64::MAX));
+        }
+        self.sources.push(t);
     }
 
     fn operator(&mut self, o: &Operator) {
@@ -222,6 +239,10 @@ impl SpecBuilder {
         }
         if let Some(s) = o.selectivity {
             t.insert("selectivity".into(), Value::Float(s));
+        }
+        if o.allowed_lateness > 0 {
+            let lateness = i64::try_from(o.allowed_lateness).unwrap_or(i64::MAX);
+            t.insert("allowed_lateness".into(), Value::Integer(lateness));
         }
         if let Some(st) = &o.service {
             t.insert("service_time_us".into(), Value::Float(st.micros));

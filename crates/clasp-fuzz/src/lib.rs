@@ -15,6 +15,18 @@ pub use targets::{TARGETS, Target};
 /// Feeds `target` `inputs` inputs drawn from `seed`; returns how many it ran. A crash is a
 /// panic, which unwinds out of here with the input that caused it printed.
 pub fn run(target: &Target, inputs: u64, seed: u64) -> u64 {
+    run_reporting(target, inputs, seed, u64::MAX, |_| {})
+}
+
+/// [`run`], calling `report` with the count of inputs run so far after every `every` of them,
+/// so that a long run that is stopped still tells how far it got without a crash.
+pub fn run_reporting(
+    target: &Target,
+    inputs: u64,
+    seed: u64,
+    every: u64,
+    mut report: impl FnMut(u64),
+) -> u64 {
     let corpus = (target.corpus)();
     let mut m = Mutator::new(seed, corpus);
     let mut input = Vec::new();
@@ -24,6 +36,9 @@ pub fn run(target: &Target, inputs: u64, seed: u64) -> u64 {
         if let Err(panic) = outcome {
             eprintln!("{}: input {n} panicked: {:02x?}", target.name, &input);
             std::panic::resume_unwind(panic);
+        }
+        if (n + 1) % every.max(1) == 0 {
+            report(n + 1);
         }
     }
     inputs

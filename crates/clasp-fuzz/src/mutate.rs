@@ -71,10 +71,10 @@ impl Mutator {
             6 if !self.corpus.is_empty() => {
                 // A piece of another example spliced in.
                 let pick = self.below(self.corpus.len());
-                let other = self.corpus[pick].clone();
-                let from = self.below(other.len());
-                let to = (from + self.below(64)).min(other.len());
-                b.splice(at..at, other[from..to].iter().copied());
+                let len = self.corpus[pick].len();
+                let from = self.below(len);
+                let to = (from + self.below(64)).min(len);
+                b.splice(at..at, self.corpus[pick][from..to].iter().copied());
             }
             _ => {
                 if !b.is_empty() {

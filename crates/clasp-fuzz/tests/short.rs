@@ -1,5 +1,5 @@
-//! The short variants of the fuzz targets, for CI: every target on seeded inputs, and the
-//! mutator's inputs differ from the corpus and from each other.
+//! The short variants of the fuzz targets, for CI: every target on seeded inputs, the
+//! mutator's inputs differ from the corpus and from each other, and a run reports its progress.
 
 use clasp_fuzz::{Mutator, TARGETS, run};
 
@@ -24,4 +24,13 @@ fn the_mutator_makes_new_inputs_from_the_corpus() {
     }
     assert!(seen.len() > 900, "{} distinct inputs", seen.len());
     assert!(unchanged < 100, "{unchanged} inputs equal the example");
+}
+
+#[test]
+fn a_run_reports_its_count_after_every_step() {
+    let t = TARGETS.iter().find(|t| t.name == "spec").unwrap();
+    let mut seen = Vec::new();
+    let ran = clasp_fuzz::run_reporting(t, 1_250, 7, 500, |n| seen.push(n));
+    assert_eq!(ran, 1_250);
+    assert_eq!(seen, [500, 1_000]);
 }

@@ -5,7 +5,8 @@
 use crate::address::KafkaAddress;
 use crate::error::KafkaError;
 use rskafka::BackoffConfig;
-use rskafka::client::partition::{PartitionClient, UnknownTopicHandling};
+use rskafka::client::error::Error as ClientError;
+use rskafka::client::partition::{OffsetAt, PartitionClient, UnknownTopicHandling};
 use rskafka::client::{Client, ClientBuilder};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
@@ -114,4 +115,20 @@ impl Connection {
             source,
         })
     }
+}
+
+/// The offsets a partition holds: its earliest retained offset and its log end offset (the
+/// offset its next record gets, one past the last record: the high watermark).
+///
+/// The end comes from a fetch's high watermark, not from ListOffsets alone: some
+/// Kafka-protocol brokers (tansu 0.6) answer ListOffsets(latest) with the last record batch's
+/// base offset plus one, which falls inside that batch whenever it holds more than one record.
+/// A fetch of at most a byte returns at most one batch, and its answer always carries the high
+/// watermark. The larger of the two is the end, so a broker that answers either way is read to
+/// its last record.
+pub(crate) async fn retained_offsets(client: &PartitionClient) -> Result<(i64, i64), ClientError> {
+    let earliest = client.get_offset(OffsetAt::Earliest).await?;
+    let listed = client.get_offset(OffsetAt::Latest).await?;
+    let (_, high_watermark) = client.fetch_records(earliest, 1..2, 0).await?;
+    Ok((earliest, listed.max(high_watermark)))
 }

@@ -116,6 +116,26 @@ pub enum KafkaError {
         /// The partition.
         partition: i32,
     },
+    /// The checkpoint store refused a staged segment of the exactly-once sink.
+    #[error("{operation} the sink's checkpoint segment `{name}` in the checkpoint store")]
+    Store {
+        /// "writing", "reading" or "deleting".
+        operation: &'static str,
+        /// The segment's name in the store.
+        name: String,
+        /// The store's error.
+        #[source]
+        source: clasp_runtime::fault::store::StoreError,
+    },
+    /// A staged segment in the checkpoint store is damaged.
+    #[error("the sink's checkpoint segment `{name}` cannot be read")]
+    Segment {
+        /// The segment's name in the store.
+        name: String,
+        /// What is wrong with it.
+        #[source]
+        source: crate::segment::SegmentError,
+    },
     /// Starting the connector's I/O runtime failed.
     #[error("starting the Kafka client's runtime")]
     Runtime(#[source] std::io::Error),

@@ -1,7 +1,7 @@
 //! Kafka connectors of clasp: [`KafkaSource`] reads a topic on the source API (record key and
 //! value, the record timestamp as event time, the next offset of every partition as the replay
 //! position a checkpoint stores), and [`KafkaSink`] writes the records reaching a pipeline's
-//! sinks to a topic. Both take the spec after `kafka:` in `--input` and `--output`
+//! sinks to a topic, by checkpoint when checkpoints are on (exactly once). Both take the spec after `kafka:` in `--input` and `--output`
 //! ([`address`]), and speak the Kafka protocol through `rskafka`. [`topics`] creates topics
 //! and produces records for scripts and tests.
 
@@ -9,8 +9,10 @@ pub mod address;
 mod connect;
 pub mod error;
 pub mod position;
+pub mod segment;
 pub mod sink;
 pub mod source;
+mod staging;
 pub mod topics;
 
 pub use address::KafkaAddress;
@@ -27,3 +29,15 @@ pub fn open_source(spec: &str, options: SourceOptions) -> Result<KafkaSource, Ka
 pub fn open_sink(spec: &str) -> Result<KafkaSink, KafkaError> {
     KafkaSink::open(KafkaAddress::parse(spec, true)?)
 }
+
+/// The exactly-once sink of `--output kafka:SPEC` with checkpoints in `store`, resuming from
+/// committed checkpoint `resume` if given (see [`KafkaSink::open_exactly_once`]).
+pub fn open_exactly_once_sink(
+    spec: &str,
+    store: std::sync::Arc<dyn clasp_runtime::fault::store::CheckpointStore>,
+    resume: Option<u64>,
+) -> Result<KafkaSink, KafkaError> {
+    KafkaSink::open_exactly_once(KafkaAddress::parse(spec, true)?, store, resume)
+}
+
+pub use staging::{CHECKPOINT_HEADER, SEQ_HEADER};

@@ -5,11 +5,17 @@
 //! timestamp (taken as ms since the Unix epoch), the time of writing otherwise. Records are
 //! sent in batches of up to [`BATCH_RECORDS`] and every batch is acknowledged by the partition
 //! leader before the next: a run's end flushes the rest.
+//!
+//! With checkpoints on, the sink is exactly-once ([`crate::staging`]): an epoch's records are
+//! staged, kept in the checkpoint store with the checkpoint, and produced once it commits.
 
 use crate::address::KafkaAddress;
 use crate::connect::Connection;
 use crate::error::KafkaError;
+use crate::staging::Staging;
 use clasp_core::Batch;
+use clasp_runtime::fault::output::OutputMark;
+use clasp_runtime::fault::store::CheckpointStore;
 use clasp_runtime::planner::SinkOutput;
 use rskafka::chrono::DateTime;
 use rskafka::client::partition::{Compression, PartitionClient};
@@ -28,8 +34,12 @@ pub const SINK_HEADER: &str = "clasp-sink";
 
 /// Writes sink records to a topic.
 pub struct KafkaSink {
-    connection: Connection,
-    partitions: Vec<(i32, Arc<PartitionClient>)>,
+    pub(crate) connection: Connection,
+    pub(crate) partitions: Vec<(i32, Arc<PartitionClient>)>,
+    /// Each partition's end offset as this sink last saw it (after its own produces).
+    pub(crate) ends: Vec<i64>,
+    /// The exactly-once staging, with checkpoints on.
+    staging: Option<Staging>,
     pending: Vec<Vec<Record>>,
     pending_records: usize,
     pending_bytes: usize,
@@ -56,9 +66,24 @@ impl KafkaSink {
             .map(|&id| connection.partition(id).map(|c| (id, c)))
             .collect::<Result<Vec<_>, _>>()?;
         let pending = vec![Vec::new(); partitions.len()];
+        let mut ends = Vec::with_capacity(partitions.len());
+        for (id, client) in &partitions {
+            let (_, end) = connection
+                .runtime
+                .block_on(crate::connect::retained_offsets(client))
+                .map_err(|source| KafkaError::Partition {
+                    operation: "reading the offsets",
+                    topic: connection.address.topic.clone(),
+                    partition: *id,
+                    source,
+                })?;
+            ends.push(end);
+        }
         Ok(Self {
             connection,
             partitions,
+            ends,
+            staging: None,
             pending,
             pending_records: 0,
             pending_bytes: 0,
@@ -67,35 +92,72 @@ impl KafkaSink {
         })
     }
 
+    /// Connects, and makes the sink exactly-once with the checkpoints of `store`: records are
+    /// produced when their checkpoint commits. With `resume` (the committed checkpoint a
+    /// resumed job starts from), first completes that checkpoint's produce if the previous run
+    /// died before it finished ([`crate::staging`]).
+    pub fn open_exactly_once(
+        address: KafkaAddress,
+        store: Arc<dyn CheckpointStore>,
+        resume: Option<u64>,
+    ) -> Result<Self, KafkaError> {
+        let mut sink = Self::open(address)?;
+        if let Some(id) = resume {
+            crate::staging::complete(&mut sink, &*store, id)?;
+        }
+        sink.staging = Some(Staging::new(store));
+        Ok(sink)
+    }
+
     /// Records acknowledged by the cluster so far.
     pub fn written(&self) -> u64 {
         self.written
     }
 
     fn partition_of(&mut self, key: &[u8]) -> usize {
-        let n = self.partitions.len();
-        if key.is_empty() {
-            self.next_unkeyed = (self.next_unkeyed + 1) % n;
-            return self.next_unkeyed;
-        }
-        (murmur2(key) & 0x7fff_ffff) as usize % n
+        partition_index(key, self.partitions.len(), &mut self.next_unkeyed)
     }
 
     /// Sends every buffered record, all partitions at once, and waits for the acknowledgements.
     fn send(&mut self) -> Result<(), KafkaError> {
-        let batches: Vec<(usize, Arc<PartitionClient>, Vec<Record>)> = self
+        let batches: Vec<(usize, Vec<Record>)> = self
             .pending
             .iter_mut()
             .enumerate()
             .filter(|(_, b)| !b.is_empty())
-            .map(|(i, b)| (i, self.partitions[i].1.clone(), std::mem::take(b)))
+            .map(|(i, b)| (i, std::mem::take(b)))
+            .collect();
+        self.pending_records = 0;
+        self.pending_bytes = 0;
+        self.produce(batches)
+    }
+
+    /// Produces each partition's records (by partition index), all partitions at once, in
+    /// batches of at most [`BATCH_RECORDS`] each acknowledged before the next.
+    pub(crate) fn produce(&mut self, batches: Vec<(usize, Vec<Record>)>) -> Result<(), KafkaError> {
+        let work: Vec<(usize, Arc<PartitionClient>, Vec<Record>)> = batches
+            .into_iter()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(i, b)| (i, self.partitions[i].1.clone(), b))
             .collect();
         let results = self.connection.runtime.block_on(async move {
             let mut set = tokio::task::JoinSet::new();
-            for (i, client, records) in batches {
-                let n = records.len();
+            for (i, client, mut records) in work {
                 set.spawn(async move {
-                    (i, n, client.produce(records, Compression::NoCompression).await)
+                    let (mut acked, mut end) = (0u64, None);
+                    while !records.is_empty() {
+                        let rest = records.split_off(records.len().min(BATCH_RECORDS));
+                        let n = records.len() as u64;
+                        match client.produce(records, Compression::NoCompression).await {
+                            Ok(offsets) => {
+                                acked += n;
+                                end = offsets.last().map(|o| o + 1).or(end);
+                            }
+                            Err(e) => return (i, acked, end, Err(e)),
+                        }
+                        records = rest;
+                    }
+                    (i, acked, end, Ok(()))
                 });
             }
             let mut results = Vec::new();
@@ -104,38 +166,59 @@ impl KafkaSink {
             }
             results
         });
-        self.pending_records = 0;
-        self.pending_bytes = 0;
         let mut first_error = None;
         for done in results {
-            let (i, n, result) = done.map_err(|e| KafkaError::Runtime(std::io::Error::other(e)))?;
-            match result {
-                Ok(_) => self.written += n as u64,
-                Err(source) => {
-                    first_error.get_or_insert(KafkaError::Partition {
-                        operation: "producing",
-                        topic: self.connection.address.topic.clone(),
-                        partition: self.partitions[i].0,
-                        source,
-                    });
-                }
+            let (i, acked, end, result) =
+                done.map_err(|e| KafkaError::Runtime(std::io::Error::other(e)))?;
+            self.written += acked;
+            if let Some(end) = end {
+                self.ends[i] = self.ends[i].max(end);
+            }
+            if let Err(source) = result {
+                first_error.get_or_insert(KafkaError::Partition {
+                    operation: "producing",
+                    topic: self.connection.address.topic.clone(),
+                    partition: self.partitions[i].0,
+                    source,
+                });
             }
         }
         first_error.map_or(Ok(()), Err)
     }
 }
 
+/// The record timestamp of a sink record: its event time (ms since the Unix epoch) if it has
+/// one, `now` otherwise.
+pub(crate) fn timestamp_ms(time: Option<u64>, now_ms: i64) -> i64 {
+    time.and_then(|t| i64::try_from(t).ok())
+        .filter(|t| DateTime::from_timestamp_millis(*t).is_some())
+        .unwrap_or(now_ms)
+}
+
+/// The time now, ms since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    i64::try_from(clasp_core::time::now_ns() / 1_000_000).unwrap_or(i64::MAX)
+}
+
 impl SinkOutput for KafkaSink {
     fn write(&mut self, name: &str, batch: &Batch) -> std::io::Result<()> {
-        let now_ms = i64::try_from(clasp_core::time::now_ns() / 1_000_000).unwrap_or(i64::MAX);
-        let now = DateTime::from_timestamp_millis(now_ms).unwrap_or_default();
+        let now = now_ms();
+        if self.staging.is_some() {
+            let n = self.partitions.len();
+            let mut next_unkeyed = self.next_unkeyed;
+            let staging = self.staging.as_mut().expect("checked above");
+            for (r, time) in batch.iter_timed() {
+                let partition = partition_index(r.key, n, &mut next_unkeyed);
+                staging.stage(name, partition, timestamp_ms(time, now), r.key, r.value);
+            }
+            self.next_unkeyed = next_unkeyed;
+            return Ok(());
+        }
         let headers: BTreeMap<String, Vec<u8>> =
             [(SINK_HEADER.to_owned(), name.as_bytes().to_vec())].into();
         for (r, time) in batch.iter_timed() {
-            let timestamp = time
-                .and_then(|t| i64::try_from(t).ok())
-                .and_then(DateTime::from_timestamp_millis)
-                .unwrap_or(now);
+            let timestamp =
+                DateTime::from_timestamp_millis(timestamp_ms(time, now)).unwrap_or_default();
             let i = self.partition_of(r.key);
             self.pending[i].push(Record {
                 key: (!r.key.is_empty()).then(|| r.key.to_vec()),
@@ -152,9 +235,44 @@ impl SinkOutput for KafkaSink {
         Ok(())
     }
 
+    /// Without checkpoints, sends what is buffered; with them, nothing: records not sealed
+    /// into a committed checkpoint are never produced.
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(self.send()?)
     }
+
+    fn seal(&mut self, checkpoint: u64) -> std::io::Result<Option<OutputMark>> {
+        let ends: Vec<(i32, i64)> =
+            self.partitions.iter().map(|(id, _)| *id).zip(self.ends.iter().copied()).collect();
+        if let Some(s) = &mut self.staging {
+            s.seal(checkpoint, ends)?;
+        }
+        Ok(None)
+    }
+
+    fn publish(&mut self, checkpoint: u64) -> std::io::Result<()> {
+        let Some(mut staging) = self.staging.take() else { return Ok(()) };
+        let result = staging.publish(self, checkpoint);
+        self.staging = Some(staging);
+        Ok(result?)
+    }
+
+    fn discard(&mut self) -> std::io::Result<()> {
+        if let Some(s) = &mut self.staging {
+            s.discard()?;
+        }
+        Ok(())
+    }
+}
+
+/// The partition index of a record with `key` among `n`: murmur2 of the key, as Kafka's own
+/// clients do, or round the partitions for unkeyed records.
+fn partition_index(key: &[u8], n: usize, next_unkeyed: &mut usize) -> usize {
+    if key.is_empty() {
+        *next_unkeyed = (*next_unkeyed + 1) % n;
+        return *next_unkeyed;
+    }
+    (murmur2(key) & 0x7fff_ffff) as usize % n
 }
 
 /// Kafka's murmur2 (the hash of its clients' default partitioner, `Utils.murmur2`).

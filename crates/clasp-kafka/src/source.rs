@@ -9,7 +9,7 @@ use crate::position;
 use clasp_core::input::{InputRecord, Next};
 use clasp_core::registry::EventTimeFn;
 use clasp_core::source::{Source, SourceError, SourcePosition};
-use rskafka::client::partition::{OffsetAt, PartitionClient};
+use rskafka::client::partition::PartitionClient;
 use rskafka::record::RecordAndOffset;
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
@@ -47,6 +47,8 @@ struct Partition {
     client: Arc<PartitionClient>,
     /// The next offset to hand out.
     next: i64,
+    /// The earliest offset retained when the source opened: how far back a fetch may go.
+    earliest: i64,
     /// Where a bounded read ends (exclusive).
     end: Option<i64>,
     buffered: VecDeque<RecordAndOffset>,
@@ -96,17 +98,15 @@ impl KafkaSource {
                 });
             }
             let client = connection.partition(id)?;
-            let offset = |at: OffsetAt| {
-                connection.runtime.block_on(client.get_offset(at)).map_err(|source| {
-                    KafkaError::Partition {
-                        operation: "reading the offsets",
-                        topic: address.topic.clone(),
-                        partition: id,
-                        source,
-                    }
-                })
-            };
-            let (earliest, latest) = (offset(OffsetAt::Earliest)?, offset(OffsetAt::Latest)?);
+            let (earliest, latest) = connection
+                .runtime
+                .block_on(crate::connect::retained_offsets(&client))
+                .map_err(|source| KafkaError::Partition {
+                    operation: "reading the offsets",
+                    topic: address.topic.clone(),
+                    partition: id,
+                    source,
+                })?;
             let next = match &address.start {
                 Start::Earliest => earliest,
                 Start::Latest => latest,
@@ -125,7 +125,14 @@ impl KafkaSource {
                 },
             };
             let end = (address.stop == Stop::Latest).then_some(latest);
-            partitions.push(Partition { id, client, next, end, buffered: VecDeque::new() });
+            partitions.push(Partition {
+                id,
+                client,
+                next,
+                earliest,
+                end,
+                buffered: VecDeque::new(),
+            });
         }
         if let Start::Offsets(map) = &address.start
             && let Some(p) = map.keys().find(|p| !partitions.iter().any(|q| q.id == **p))
@@ -146,19 +153,17 @@ impl KafkaSource {
     /// Fetches from every partition that has nothing buffered and is not finished, at once;
     /// returns how many records arrived.
     fn fetch(&mut self) -> Result<usize, KafkaError> {
-        let wanted: Vec<(usize, Arc<PartitionClient>, i64)> = self
+        let wanted: Vec<(usize, Arc<PartitionClient>, i64, i64)> = self
             .partitions
             .iter()
             .enumerate()
             .filter(|(_, p)| p.buffered.is_empty() && !p.finished())
-            .map(|(i, p)| (i, p.client.clone(), p.next))
+            .map(|(i, p)| (i, p.client.clone(), p.next, p.earliest))
             .collect();
         let results = self.connection.runtime.block_on(async move {
             let mut set = tokio::task::JoinSet::new();
-            for (i, client, next) in wanted {
-                set.spawn(async move {
-                    (i, client.fetch_records(next, 1..FETCH_BYTES, FETCH_WAIT_MS).await)
-                });
+            for (i, client, next, earliest) in wanted {
+                set.spawn(async move { (i, fetch_holding(&client, next, earliest).await) });
             }
             let mut results = Vec::new();
             while let Some(done) = set.join_next().await {
@@ -227,6 +232,42 @@ impl KafkaSource {
     }
 }
 
+/// Fetches the records from offset `next` on: the batch holding `next` and those after it
+/// (records before `next` included, for the caller to drop), and the high watermark.
+///
+/// A Kafka broker answers a fetch with the batch that holds the offset asked for. Some
+/// Kafka-protocol brokers (tansu 0.6) answer with the batches that *begin* at or after it, so
+/// an offset inside a batch — where a checkpoint, a recovery or explicit start offsets put a
+/// source — would skip the rest of that batch. When the first record is past `next`, or none
+/// comes though the high watermark is past it, the fetch is repeated from twice as far back
+/// each time until a batch holds `next` or the partition's earliest offset is reached (a gap
+/// left there is a real one: compacted or control records).
+/// Fetches from batch boundaries, a source's usual case, answer the first time.
+pub(crate) async fn fetch_holding(
+    client: &PartitionClient,
+    next: i64,
+    earliest: i64,
+) -> Result<(Vec<RecordAndOffset>, i64), rskafka::client::error::Error> {
+    let first = client.fetch_records(next, 1..FETCH_BYTES, FETCH_WAIT_MS).await?;
+    // Holding `next`: the first record is at or before it, or there is nothing from it on.
+    let holds = |(records, high_watermark): &(Vec<RecordAndOffset>, i64)| match records.first() {
+        Some(r) => r.offset <= next,
+        None => next >= *high_watermark,
+    };
+    if holds(&first) || next <= earliest {
+        return Ok(first);
+    }
+    let mut back = 1i64;
+    loop {
+        let from = next.saturating_sub(back).max(earliest);
+        let answer = client.fetch_records(from, 1..FETCH_BYTES, 0).await?;
+        if holds(&answer) || from == earliest {
+            return Ok(answer);
+        }
+        back = back.saturating_mul(2);
+    }
+}
+
 impl Source for KafkaSource {
     fn next_record(&mut self, rec: &mut InputRecord) -> io::Result<Next> {
         loop {
@@ -247,6 +288,11 @@ impl Source for KafkaSource {
 
     fn position(&self) -> SourcePosition {
         SourcePosition(position::encode(&self.next_offsets()))
+    }
+
+    /// Offsets go back as well as forward, while the broker retains them.
+    fn rewindable(&self) -> bool {
+        true
     }
 
     fn seek(&mut self, to: &SourcePosition) -> Result<(), SourceError> {

@@ -1,6 +1,7 @@
 //! Blocking administration of a cluster's topics, for scripts and tests that prepare the topics
 //! a pipeline reads and writes: create a topic, and produce records to one partition exactly
-//! as given (a record without a value included, which the sink never writes).
+//! as given (a record without a value included, which the sink never writes), and read where a
+//! partition begins and ends.
 
 use crate::address::KafkaAddress;
 use crate::connect::Connection;
@@ -76,4 +77,23 @@ pub fn produce(
         first = first.or(offsets.first().copied());
     }
     Ok(first)
+}
+
+/// The earliest retained offset of partition `partition` of `topic` and its log end offset
+/// (one past its last record), as the source reads them.
+pub fn retained_offsets(
+    brokers: &str,
+    topic: &str,
+    partition: i32,
+) -> Result<(i64, i64), KafkaError> {
+    let c = connect(brokers, topic)?;
+    let client = c.partition(partition)?;
+    c.runtime.block_on(crate::connect::retained_offsets(&client)).map_err(|source| {
+        KafkaError::Partition {
+            operation: "reading the offsets",
+            topic: topic.to_owned(),
+            partition,
+            source,
+        }
+    })
 }

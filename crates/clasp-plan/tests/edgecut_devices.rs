@@ -280,3 +280,36 @@ fn arbitrary_input_never_panics() {
         let _ = devices::parse(&text, "fuzz.toml", &p);
     }
 }
+
+#[test]
+fn parsing_once_for_several_pipelines_gives_each_ones_verdict() {
+    let p = spec::parse(PIPELINE, "two.toml").unwrap();
+    let other =
+        spec::parse(&PIPELINE.replace("name = \"two\"", "name = \"other\""), "o.toml").unwrap();
+    let texts: Vec<String> =
+        std::iter::once(VALID.to_string()).chain(cases().into_iter().map(|c| c.text)).collect();
+    for text in &texts {
+        let each = devices::parse_each(text, "dev.toml", &[&p, &other]);
+        let alone = [&p, &other].map(|q| devices::parse(text, "dev.toml", q));
+        let shown = |r: &Result<devices::Devices, devices::DevicesError>| match r {
+            Ok(d) => format!("{d:?}"),
+            Err(e) => e.to_string(),
+        };
+        match each {
+            Ok(verdicts) => {
+                let got: Vec<String> = verdicts.iter().map(shown).collect();
+                let want: Vec<String> = alone.iter().map(shown).collect();
+                assert_eq!(got, want, "{text}");
+            }
+            // A syntax error is both pipelines' error.
+            Err(e) => {
+                for a in &alone {
+                    assert_eq!(a.as_ref().err().map(ToString::to_string), Some(e.to_string()));
+                }
+            }
+        }
+    }
+    // The other pipeline refuses the file that names `two`.
+    let verdicts = devices::parse_each(VALID, "dev.toml", &[&p, &other]).unwrap();
+    assert!(verdicts[0].is_ok() && verdicts[1].is_err());
+}

@@ -1,11 +1,15 @@
-//! Extraction, transform and load: SenML messages parsed with `serde_json`, each stage of the
-//! dataflow recomputed with ordered maps.
+//! Extraction, transform and load: SenML messages parsed with `serde_json`, taken in order of
+//! their time (`bt`; equal times in input order), each stage of the dataflow recomputed with
+//! ordered maps.
 
 use crate::numbers::{fixed, round_div, show};
 use crate::{Outcome, Params};
 use clasp_apps::etl;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// `(field, value)` of each reading of a message.
+type Readings = Vec<(String, Option<i64>)>;
 
 pub(crate) fn expected(lines: &[String], p: &Params<'_>, o: &mut Outcome) {
     let sensors = p.get("filter_bloom", "sensors", etl::SENSORS as f64) as u64;
@@ -16,6 +20,8 @@ pub(crate) fn expected(lines: &[String], p: &Params<'_>, o: &mut Outcome) {
     let mut bloom: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut recent: BTreeMap<String, (VecDeque<i64>, u64)> = BTreeMap::new();
     let mut joins: BTreeMap<String, Vec<(String, Option<i64>)>> = BTreeMap::new();
+    // (sensor, time, (field, value) of each reading) per well-formed message.
+    let mut messages: Vec<(String, u64, Readings)> = Vec::new();
     for l in lines {
         let body = match l.find('{') {
             Some(0) => l.as_str(),
@@ -55,9 +61,13 @@ pub(crate) fn expected(lines: &[String], p: &Params<'_>, o: &mut Outcome) {
             };
             readings.push((name.clone(), value));
         }
-        if !ok {
-            continue;
+        if ok {
+            messages.push((bn.clone(), bt, readings));
         }
+    }
+    messages.sort_by_key(|m| m.1);
+    for (bn, bt, readings) in &messages {
+        let (bn, bt) = (bn.as_str(), *bt);
         let msg = format!("{bn}@{bt}");
         for (field, value) in readings.iter().cloned() {
             let key = format!("{bn}/{field}");
@@ -76,7 +86,7 @@ pub(crate) fn expected(lines: &[String], p: &Params<'_>, o: &mut Outcome) {
             r.1 += u64::from(!valid);
             let value = if valid { value } else { None };
             let b = bloom.entry(key.clone()).or_default();
-            if !known.contains(bn.as_str()) {
+            if !known.contains(bn) {
                 b.1 += 1;
                 continue;
             }
@@ -119,9 +129,11 @@ pub(crate) fn expected(lines: &[String], p: &Params<'_>, o: &mut Outcome) {
         o.set_state("filter_bloom", &k, json!({"passed": passed, "dropped": dropped}));
     }
     for (k, (values, filled)) in recent {
-        o.set_state("interpolation", &k, json!({"values": values, "interpolated": filled}));
+        let state = json!({"values": values, "interpolated": filled, "pending": []});
+        o.set_state("interpolation", &k, state);
     }
-    for (msg, parts) in joins {
+    for (msg, mut parts) in joins {
+        parts.sort_by(|a, b| a.0.cmp(&b.0));
         let fields: String = parts
             .iter()
             .map(|(f, v)| format!("{f}={};", v.map(|v| show(v, 3)).unwrap_or_default()))

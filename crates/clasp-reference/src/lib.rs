@@ -15,11 +15,13 @@
 //! sinks and state must be equal, and for windowed apps (AA, taxi-w3) the counts are also
 //! compared window by window (emitted windows together with those still open in the state).
 //!
-//! Results that depend on the order in which a key's records arrive (SD's moving average,
-//! PL's blocks of 1,000, ETL's interpolated values, which windows are already emitted) are
-//! exact when every key's records arrive in input order, as in the local driver.
-//! [`check_order_insensitive`] compares only what no reordering can change — use it for
-//! parallel runs that do not keep per-key order.
+//! The windowed applications follow event time: SD's moving average, ETL's interpolation and
+//! taxi-w3's sliding windows take each key's records in order of their time, and AA's and
+//! taxi-w3's windows close by the watermark, so the references take records in time order and
+//! their results hold for any arrival order within the sources' bounds. PL's blocks of 1,000
+//! records follow arrival: exact when every key's records arrive in input order, as in the
+//! local driver. [`check_order_insensitive`] compares only what no reordering can change —
+//! use it for parallel runs that do not keep per-key order.
 
 mod aa;
 mod check;

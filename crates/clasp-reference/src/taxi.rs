@@ -1,9 +1,10 @@
 //! The taxi workflows w1–w3: ride and fare lines split on commas, dates by counting days
-//! (independently of the date library the operators use), sliding windows per grid cell.
+//! (independently of the date library the operators use), sliding windows per grid cell from
+//! the counts of all their events.
 
 use crate::numbers::{fixed, show};
 use crate::{Outcome, Params};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A TaxiRide line, parsed independently of the operators.
@@ -18,7 +19,8 @@ struct RideRow {
     passengers: u64,
 }
 
-fn unix_time(s: &str) -> Option<i64> {
+/// Unix seconds of `YYYY-MM-DD HH:MM:SS`, by counting days.
+pub(crate) fn unix_time(s: &str) -> Option<i64> {
     let (date, time) = s.trim().split_once(' ')?;
     let number = |x: &str| -> Option<i64> {
         x.bytes().all(|c| c.is_ascii_digit()).then(|| x.parse().ok()).flatten()
@@ -128,18 +130,14 @@ pub(crate) fn w2(rides: &[String], fares: &[String], p: &Params<'_>, o: &mut Out
     }
 }
 
+/// Every sliding window of every cell, from the counts of all its events per pane: each
+/// closes once the input ends, if not before, so all are emitted and no state is left.
 pub(crate) fn w3(lines: &[String], p: &Params<'_>, o: &mut Outcome) {
     let slide = p.get("window", "slide_min", 5.0) as i64 * 60;
     let panes = p.get("window", "size_min", 15.0) as i64 * 60 / slide;
-    let lateness = p.get("window", "lateness_min", slide as f64 / 60.0) as i64 * 60;
     let min = p.get("filter_popular", "min_count", 20.0) as u64;
-    struct Cell {
-        panes: BTreeMap<i64, (u64, u64)>,
-        watermark: i64,
-        through: Option<i64>,
-        late: u64,
-    }
-    let mut cells: BTreeMap<i64, Cell> = BTreeMap::new();
+    // (cell, pane) → (departures, arrivals).
+    let mut counts: BTreeMap<(i64, i64), (u64, u64)> = BTreeMap::new();
     for l in lines {
         let Some(r) = ride_row(l) else { continue };
         if !(in_nyc(r.at[0], r.at[1]) && in_nyc(r.at[2], r.at[3])) {
@@ -147,64 +145,33 @@ pub(crate) fn w3(lines: &[String], p: &Params<'_>, o: &mut Outcome) {
         }
         let (lon, lat, t) =
             if r.start_event { (r.at[0], r.at[1], r.start) } else { (r.at[2], r.at[3], r.end) };
-        let id = (lon + 74_050_000) / 1400 + (41_000_000 - lat) / 1250 * 250;
-        let c = cells.entry(id).or_insert(Cell {
-            panes: BTreeMap::new(),
-            watermark: 0,
-            through: None,
-            late: 0,
-        });
-        let pane = t.div_euclid(slide);
-        if c.through.is_some_and(|e| pane <= e) {
-            c.late += 1;
+        if t < 0 {
             continue;
         }
-        let e = c.panes.entry(pane).or_default();
+        let id = (lon + 74_050_000) / 1400 + (41_000_000 - lat) / 1250 * 250;
+        let e = counts.entry((id, t / slide)).or_default();
         if r.start_event {
             e.0 += 1;
         } else {
             e.1 += 1;
         }
-        c.watermark = c.watermark.max(t);
-        let through = (c.watermark - lateness).div_euclid(slide) - 1;
-        if c.through.is_some_and(|e| through <= e) {
-            continue;
-        }
-        // Every window ending after the previous `through` and by the new one, with data.
-        let after = c.through.unwrap_or(i64::MIN);
-        let lasts: BTreeSet<i64> = c
-            .panes
-            .keys()
-            .flat_map(|p| (0..panes).map(move |d| p + d))
-            .filter(|q| *q > after && *q <= through)
-            .collect();
-        for q in lasts {
-            let (dep, arr) =
-                c.panes.range(q - panes + 1..=q).fold((0, 0), |a, (_, n)| (a.0 + n.0, a.1 + n.1));
-            let (lon_c, lat_c) =
-                (-74_050_000 + (id % 250) * 1400 + 700, 41_000_000 - (id / 250) * 1250 - 625);
-            for (n, dir) in [(dep, "departing"), (arr, "arriving")] {
-                if n >= min && n > 0 {
-                    let v = format!(
-                        "{},{},{},{dir},{n}",
-                        show(lon_c, 6),
-                        show(lat_c, 6),
-                        (q + 1) * slide
-                    );
-                    o.sink("popular_areas", id.to_string(), v);
-                }
+    }
+    // A window is named by its last pane: every window holding a pane with events.
+    let windows: BTreeSet<(i64, i64)> =
+        counts.keys().flat_map(|&(id, p)| (p..p + panes).map(move |q| (id, q))).collect();
+    for (id, q) in windows {
+        let (dep, arr) = counts
+            .range((id, q - panes + 1)..=(id, q))
+            .fold((0, 0), |a, (_, n)| (a.0 + n.0, a.1 + n.1));
+        let (lon_c, lat_c) =
+            (-74_050_000 + (id % 250) * 1400 + 700, 41_000_000 - (id / 250) * 1250 - 625);
+        for (n, dir) in [(dep, "departing"), (arr, "arriving")] {
+            if n >= min && n > 0 {
+                let v =
+                    format!("{},{},{},{dir},{n}", show(lon_c, 6), show(lat_c, 6), (q + 1) * slide);
+                o.sink("popular_areas", id.to_string(), v);
             }
         }
-        c.through = Some(through);
-        c.panes.retain(|p, _| *p >= through - panes + 2);
-    }
-    for (id, c) in cells {
-        let panes: Vec<Value> = c.panes.iter().map(|(p, n)| json!([p, n.0, n.1])).collect();
-        o.set_state(
-            "window",
-            &id.to_string(),
-            json!({"panes": panes, "watermark": c.watermark, "emitted_through": c.through, "late": c.late}),
-        );
     }
 }
 

@@ -149,6 +149,42 @@ impl WorkerPool {
         }
     }
 
+    /// Kills worker `id`'s process if it runs (a lost worker may only be stopped) and reaps
+    /// it; a thread or an external worker is left alone.
+    pub fn kill(&mut self, id: WorkerId) {
+        if let Some(pos) = self.handles.iter().position(|(w, _)| *w == id)
+            && let Handle::Process(child) = &mut self.handles[pos].1
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+            self.handles.remove(pos);
+        }
+    }
+
+    /// Starts a replacement for lost worker `id` (killed and reaped first); an external
+    /// worker is expected to rejoin by itself.
+    pub fn replace(&mut self, id: WorkerId) -> Result<(), ClusterError> {
+        self.kill(id);
+        if let Some(pos) = self.handles.iter().position(|(w, _)| *w == id) {
+            match &self.handles[pos].1 {
+                // A thread cannot be killed; it exits when its planner link closes.
+                Handle::Thread(t) if t.is_finished() => {
+                    self.handles.remove(pos);
+                }
+                Handle::External => {
+                    self.handles.remove(pos);
+                }
+                _ => return Ok(()),
+            }
+        }
+        self.start(id)
+    }
+
+    /// Whether workers are processes this pool can kill.
+    pub fn kills_processes(&self) -> bool {
+        matches!(self.launch, Launch::Processes { .. })
+    }
+
     /// Waits for every worker to exit; the first error, if any.
     pub fn join_all(&mut self) -> Result<(), ClusterError> {
         let mut first_error = None;

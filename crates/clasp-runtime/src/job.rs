@@ -2,6 +2,10 @@
 //! as the policy decides, and collect the outputs, the final state and the statistics.
 
 use crate::cluster::{Cluster, ClusterError, Launch};
+use crate::fault::catalog::{self, CatalogError};
+use crate::fault::runner::{positions_of, restore_orders};
+use crate::fault::store::{self, StoreError};
+use crate::fault::{CheckpointRecord, FaultNote, FaultTolerance, JobHooks, RecoveryRecord};
 use crate::observe::Observatory;
 use crate::planner::stats::{MigrationRecord, RunSummary};
 use crate::planner::{Input, PlannerConfig, PlannerError, Progress, SinkOutput};
@@ -42,6 +46,8 @@ pub struct Job {
     pub initial_rate: f64,
     /// Rescales to carry out whatever the policy decides, in order of `after_requests`.
     pub rescales: Vec<RescaleAt>,
+    /// Checkpoints and recovery.
+    pub fault: FaultTolerance,
 }
 
 /// A rescale at a point of the input: once `after_requests` input requests entered the
@@ -93,6 +99,12 @@ pub struct RunStats {
     /// Decisions made but not carried out (`--scaling recommend`), with their times (s).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recommendations: Vec<RecommendationRecord>,
+    /// Checkpoints taken.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<CheckpointRecord>,
+    /// Recoveries from lost workers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recoveries: Vec<RecoveryRecord>,
     /// Totals.
     pub summary: RunSummary,
     /// Set when the run failed: why, the statistics covering it up to then.
@@ -128,6 +140,32 @@ pub enum JobError {
     /// The placement given does not fit the pipeline.
     #[error("the placement does not fit the pipeline: {0}")]
     Placement(String),
+    /// The checkpoint store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No usable checkpoint.
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    /// Checkpoints need every source to replay.
+    #[error(
+        "source `{source_name}` cannot replay its input, so a recovery would lose or repeat its records: exactly-once needs a replayable input (a file or a generator), or run with --checkpoint none"
+    )]
+    NotReplayable {
+        /// The source.
+        source_name: String,
+    },
+    /// A resumed source could not go back to its checkpoint's position.
+    #[error("resuming source `{source_name}`: {error}")]
+    Resume {
+        /// The source.
+        source_name: String,
+        /// Why.
+        #[source]
+        error: clasp_core::source::SourceError,
+    },
+    /// Fault injection needs worker processes.
+    #[error("killing workers needs them as processes (--processes)")]
+    KillsNeedProcesses,
     /// The run failed after it started; what could be saved was written.
     #[error("the run failed; partial results: {saved}")]
     Failed {
@@ -217,7 +255,7 @@ pub fn run(
     progress: impl FnMut(&Progress),
     on_event: impl FnMut(&ScalingEvent),
 ) -> Result<JobOutput, JobError> {
-    run_observed(job, inputs, sink, state_dump, progress, on_event, None)
+    run_with_faults(job, inputs, sink, state_dump, progress, on_event, |_| {}, None)
 }
 
 /// [`run`], showing the run to `observatory` after every interval and at the end.
@@ -226,56 +264,141 @@ pub fn run_observed(
     inputs: Vec<Input>,
     sink: Box<dyn SinkOutput>,
     state_dump: Option<&mut dyn Write>,
-    mut progress: impl FnMut(&Progress),
-    mut on_event: impl FnMut(&ScalingEvent),
+    progress: impl FnMut(&Progress),
+    on_event: impl FnMut(&ScalingEvent),
     observatory: Option<&Observatory>,
 ) -> Result<JobOutput, JobError> {
-    let placement = initial_placement(&job)?;
-    let keys = assign_keys(&job.pipeline, &placement, job.planner.settings.key_groups, None);
+    run_with_faults(job, inputs, sink, state_dump, progress, on_event, |_| {}, observatory)
+}
+
+/// [`run`], with `on_note` seeing every checkpoint and recovery, and the run shown to
+/// `observatory` after every interval and at the end.
+#[allow(clippy::too_many_arguments)]
+pub fn run_with_faults(
+    job: Job,
+    mut inputs: Vec<Input>,
+    sink: Box<dyn SinkOutput>,
+    state_dump: Option<&mut dyn Write>,
+    mut progress: impl FnMut(&Progress),
+    mut on_event: impl FnMut(&ScalingEvent),
+    mut on_note: impl FnMut(&FaultNote),
+    observatory: Option<&Observatory>,
+) -> Result<JobOutput, JobError> {
+    let checkpoints = job.fault.checkpoint.is_some();
+    if !job.fault.kills.is_empty() && !matches!(job.launch, Launch::Processes { .. }) {
+        return Err(JobError::KillsNeedProcesses);
+    }
+    let store = if checkpoints {
+        if let Some(i) = inputs.iter().find(|i| !i.reader.rewindable()) {
+            let source_name = job.pipeline.sources[i.source.index()].name.clone();
+            return Err(JobError::NotReplayable { source_name });
+        }
+        Some(store::open(&job.fault.store)?)
+    } else {
+        None
+    };
+    let resume = job.fault.resume.clone();
+    let groups = job.planner.settings.key_groups;
+    let (placement, keys, epoch) = match &resume {
+        Some(m) => (m.placement.clone(), m.keys.clone(), m.epoch + 1),
+        None => {
+            let placement = initial_placement(&job)?;
+            let keys = assign_keys(&job.pipeline, &placement, groups, None);
+            (placement, keys, 1)
+        }
+    };
+    // Where each source resumes, with the watermark it had there.
+    let mut resumed_watermarks = vec![None; job.pipeline.sources.len()];
+    if let Some(m) = &resume {
+        let positions = positions_of(&job.pipeline, Some(m), None);
+        for input in &mut inputs {
+            let Some(to) = positions.get(input.source.index()).cloned().flatten() else {
+                continue;
+            };
+            input.reader.seek(&to.position).map_err(|error| JobError::Resume {
+                source_name: job.pipeline.sources[input.source.index()].name.clone(),
+                error,
+            })?;
+            resumed_watermarks[input.source.index()] = to.watermark;
+        }
+    }
+    let first_id = match &store {
+        Some(s) if resume.is_none() => {
+            // A fresh job: checkpoints of an earlier one in this store are not its own.
+            for name in s.list("ckpt-")? {
+                s.delete(&name)?;
+            }
+            1
+        }
+        Some(s) => {
+            catalog::prune(&**s, job.fault.retain)?;
+            catalog::next_id(&**s)?
+        }
+        None => 1,
+    };
     let workers = placement.workers as usize;
     let policy = job.scaling.policy;
+    let mut planner_config = job.planner.clone();
+    if checkpoints {
+        planner_config.heartbeat_timeout = Some(job.fault.heartbeat_timeout);
+    }
     let mut cluster = Cluster::start(
         job.pipeline.clone(),
-        job.planner.clone(),
+        planner_config,
         sink,
         job.launch.clone(),
         workers,
         job.slots,
     )?;
-    cluster.planner.install(RoutingPlan {
-        epoch: 1,
-        placement: placement.clone(),
-        keys: keys.clone(),
-    })?;
-    let mut scaler = ScalingLoop::new(job.scaling.clone(), &job.pipeline, placement, keys, 1)?;
+    let routing = RoutingPlan { epoch, placement: placement.clone(), keys: keys.clone() };
+    cluster.planner.install(routing.clone())?;
+    if let (Some(m), Some(s)) = (&resume, &store) {
+        let orders = restore_orders(&job.pipeline, &routing, Some(m), 0, &s.location());
+        if let Err(e) = cluster.planner.restore(orders) {
+            cluster.pool.kill_all();
+            return Err(e.into());
+        }
+    }
+    let mut scaler = ScalingLoop::new(job.scaling.clone(), &job.pipeline, placement, keys, epoch)?;
     if let Some(o) = observatory {
         o.observe(&cluster.planner, None, Some(&scaler));
     }
+    scaler.autoscaler_mut().set_checkpoints(
+        job.fault.checkpoint,
+        first_id,
+        resume.as_ref().map(|m| m.id),
+    );
+    let fault = store.map(|s| crate::fault::runner::FaultRun::new(job.fault.clone(), s));
+    if let Some(f) = &fault
+        && !job.fault.kills.is_empty()
+    {
+        let kills = f.kills.clone();
+        cluster.planner.set_migration_hook(Box::new(move |w| {
+            clasp_core::sync::lock(&kills).at_migration(w);
+        }));
+    }
     let Cluster { planner, pool } = &mut cluster;
-    let mut failure: Option<ScalingError> = None;
     let mut rescales = job.rescales.clone();
     rescales.sort_by_key(|r| std::cmp::Reverse(r.after_requests));
-    let result = planner.run(inputs, job.duration, &mut progress, |planner, p| {
-        if rescales.last().is_some_and(|r| p.requests >= r.after_requests) && failure.is_none() {
-            let at = rescales.pop().expect("a rescale is due");
-            match scaler.rescale_to_workers(planner, pool, at.workers) {
-                Ok(event) => on_event(&event),
-                Err(ScalingError::Planner(e)) => return Err(e),
-                Err(e) => failure = Some(e),
-            }
-        } else {
-            match scaler.step(planner, pool, p) {
-                Ok(Some(event)) => on_event(&event),
-                Ok(None) => {}
-                Err(ScalingError::Planner(e)) => return Err(e),
-                Err(e) => failure = Some(e),
-            }
-        }
-        if let Some(o) = observatory {
-            o.observe(planner, Some(p), Some(&scaler));
-        }
-        Ok(())
-    });
+    let mut hooks = JobHooks {
+        scaler: &mut scaler,
+        pool,
+        rescales,
+        on_event: &mut on_event,
+        on_note: &mut on_note,
+        fault,
+        failure: None,
+        observatory,
+    };
+    planner.resume_watermarks(resumed_watermarks);
+    let result = planner.run_with(inputs, job.duration, &mut progress, &mut hooks);
+    let failure = hooks.failure.take();
+    if let Some(f) = hooks.fault.as_mut() {
+        f.note_first_completion(planner);
+    }
+    let (checkpoints, recoveries) =
+        hooks.fault.take().map(|f| (f.checkpoints, f.recoveries)).unwrap_or_default();
+    drop(hooks);
     let error: JobError = match (result, failure) {
         (Ok(summary), None) => {
             if let Some(o) = observatory {
@@ -286,7 +409,9 @@ pub fn run_observed(
                 Some(out) => cluster.planner.dump_state(out)?,
                 None => 0,
             };
-            let stats = run_stats(&cluster.planner, &scaler, policy, summary.clone());
+            let mut stats = run_stats(&cluster.planner, &scaler, policy, summary.clone());
+            stats.checkpoints = checkpoints;
+            stats.recoveries = recoveries;
             let placement = scaler.autoscaler().placement().clone();
             cluster.shutdown()?;
             return Ok(JobOutput { summary, stats, placement, state_lines });
@@ -317,6 +442,8 @@ pub fn run_observed(
         });
     }
     let mut stats = run_stats(&cluster.planner, &scaler, policy, cluster.planner.partial_summary());
+    stats.checkpoints = checkpoints;
+    stats.recoveries = recoveries;
     stats.failed = Some(error.to_string());
     cluster.pool.kill_all();
     Err(JobError::Failed {
@@ -348,6 +475,8 @@ fn run_stats(
             .iter()
             .map(|(t, r)| RecommendationRecord::new(*t, r))
             .collect(),
+        checkpoints: Vec::new(),
+        recoveries: Vec::new(),
         summary,
         failed: None,
     }

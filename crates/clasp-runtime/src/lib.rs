@@ -9,9 +9,11 @@
 //! - [`wire`]: the messages and framing of `clasp-wire`; [`net`]: handshake and per-peer
 //!   sending/receiving threads;
 //! - [`observe`]: what a running job shows observers (the admin server's data);
-//! - [`cluster`]: embedded and multi-process deployments over the same code path.
+//! - [`cluster`]: embedded and multi-process deployments over the same code path;
+//! - [`fault`]: checkpoints, their stores, recovery and the transactional output.
 
 pub mod cluster;
+pub mod fault;
 pub mod job;
 pub mod metrics;
 pub mod migration;

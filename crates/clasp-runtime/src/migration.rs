@@ -34,7 +34,7 @@ pub fn reroute(
     me: WorkerId,
     rng: &mut SeededRng,
 ) -> Vec<(WorkerId, Request)> {
-    if req.fire.is_some() {
+    if req.time.fire().is_some() {
         // A timer firing is for the worker it was sent to: it fires the groups held there.
         return vec![(me, Request { epoch: routing.epoch, ..req })];
     }
@@ -76,8 +76,7 @@ pub fn reroute(
                 credit,
                 epoch: routing.epoch,
                 batch,
-                watermark: req.watermark,
-                fire: None,
+                time: req.time,
                 enqueued: None,
             };
             (w, part)

@@ -80,6 +80,11 @@ impl ScalingLoop {
         &self.autoscaler
     }
 
+    /// The state machine, to feed it checkpoint and failure observations.
+    pub fn autoscaler_mut(&mut self) -> &mut Autoscaler {
+        &mut self.autoscaler
+    }
+
     /// One interval: the autoscaler's step, executed. Returns the rescaling done, if any.
     pub fn step(
         &mut self,

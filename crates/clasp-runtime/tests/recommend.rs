@@ -73,6 +73,7 @@ fn recommend_records_what_acting_would_decide_at_the_same_interval_and_moves_not
         duration: None,
         initial_rate: 150.0,
         rescales: Vec::new(),
+        fault: Default::default(),
     };
     let placement = clasp_runtime::job::initial_placement(&job).unwrap();
     let keys = assign_keys(&p, &placement, 64, None);

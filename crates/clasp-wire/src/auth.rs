@@ -272,8 +272,8 @@ pub fn printable(identity: &str) -> String {
     identity.escape_debug().to_string()
 }
 
-/// The bearer token of the admin server's mutating endpoints, derived from the cluster secret
-/// (so that a leaked admin token does not let anyone join the cluster).
+/// The bearer token of the admin server (every endpoint but its probes), derived from the
+/// cluster secret (so that a leaked admin token does not let anyone join the cluster).
 pub fn admin_token(secret: &Secret) -> String {
     let mut m = HmacSha256::new_from_slice(secret.key()).expect("HMAC takes a key of any length");
     m.update(b"clasp admin token v1");
@@ -295,13 +295,20 @@ pub enum BearerError {
 }
 
 /// Checks an HTTP `Authorization` header value against the admin token of `secret`
-/// ([`admin_token`]), in constant time. The admin server calls it for every mutating request.
+/// ([`admin_token`]), in constant time. The admin server calls it for every request but its
+/// health probes.
 pub fn check_bearer(secret: &Secret, authorization: Option<&str>) -> Result<(), BearerError> {
     let value = authorization.ok_or(BearerError::Missing)?;
     let (scheme, token) = value.trim().split_once(' ').ok_or(BearerError::Malformed)?;
     if !scheme.eq_ignore_ascii_case("bearer") {
         return Err(BearerError::Malformed);
     }
+    check_admin_token(secret, token)
+}
+
+/// Checks a token (from a bearer header, a cookie or a query) against the admin token of
+/// `secret`, in constant time.
+pub fn check_admin_token(secret: &Secret, token: &str) -> Result<(), BearerError> {
     // Compared as MACs of both under a fresh key: constant time whatever the lengths.
     let key: [u8; 32] = random().map_err(|_| BearerError::Wrong)?;
     let digest = |s: &str| {

@@ -85,6 +85,8 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Show the effective settings of `run`, `planner` or `worker` and where each came from.
     Config(cmd::config::Args),
+    /// Print the admin server's bearer token, derived from the cluster secret.
+    AdminToken(cmd::admin_token::Args),
 }
 
 /// The registry this command line runs with (installed by [`main_with`]).
@@ -165,6 +167,7 @@ pub fn main_with(registry: Registry) -> std::process::ExitCode {
         Command::Edge(args) => cmd::edge::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),
         Command::Config(args) => cmd::config::run(&args, cli.config.as_ref()),
+        Command::AdminToken(args) => cmd::admin_token::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

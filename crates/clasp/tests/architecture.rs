@@ -14,7 +14,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("clasp-reference", &["clasp-core", "clasp-apps"]),
     ("clasp-runtime", &["clasp-core", "clasp-plan", "clasp-wire"]),
     ("clasp-sim", &["clasp-core", "clasp-plan"]),
-    ("clasp-admin", &["clasp-core", "clasp-runtime"]),
+    ("clasp-admin", &["clasp-core", "clasp-runtime", "clasp-wire"]),
     ("clasp-kafka", &["clasp-core", "clasp-runtime"]),
     ("clasp-fuzz", &["clasp-core", "clasp-plan", "clasp-wire", "clasp-apps"]),
     ("clasp-edge", &["clasp-core", "clasp-plan", "clasp-wire", "clasp-runtime", "clasp-apps"]),

@@ -282,6 +282,28 @@ fn sig(x: f64) -> String {
 }
 
 #[test]
+fn runtime_recovery_measures_checkpoints_and_a_killed_worker() {
+    let keys = 5_000;
+    let (md, dir) = runtime_quick("recovery", &[&format!("keys={keys}")]);
+    let cost = table_rows(&md, "recovery_cost");
+    assert_eq!(cost.len(), 1, "{md}");
+    assert_eq!(cost[0][0], keys.to_string());
+    positive(&cost[0], 1);
+    positive(&cost[0], 2);
+    let (unthrottled, paced) = cost[0][4].split_once(" + ").unwrap();
+    let committed = |n: &str| n.parse::<u32>().unwrap();
+    assert!(committed(unthrottled) >= 1 && committed(paced) >= 1, "{md}");
+    positive(&cost[0], 8);
+    let rec = table_rows(&md, "recovery_time");
+    assert_eq!(rec.len(), 1, "{md}");
+    positive(&rec[0], 2);
+    // Every key entered the state with the first pass over the input, before any checkpoint.
+    assert_eq!(rec[0][4], keys.to_string(), "keys restored: {md}");
+    assert!(rec[0][6].parse::<u64>().is_ok(), "restored from a checkpoint: {md}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn runtime_end_to_end_says_when_dispatch_costs_are_emulated() {
     let (md, dir) = runtime_quick(
         "end-to-end",

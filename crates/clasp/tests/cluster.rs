@@ -1,6 +1,9 @@
 //! `clasp run` end to end: word count on worker threads and on worker processes, rescaled
 //! 1 → 3 → 2 → 1 at given input counts, and failures reported clearly.
 
+mod common;
+
+use common::root;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -8,10 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 fn clasp() -> Command {
     Command::new(env!("CARGO_BIN_EXE_clasp"))
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -152,8 +151,11 @@ fn rescaled(processes: bool) {
         for field in ["time_s", "planner_ms", "max_worker_pause_ms", "keys_moved", "bytes_moved"] {
             assert!(e[field].is_number(), "scaling event without {field}: {e}");
         }
-        assert!(e["keys_moved"].as_u64().unwrap() > 0, "state moved: {e}");
     }
+    // A step whose placement (planned from the measured rates) leaves every key group of
+    // `count` where it was moves nothing, so only the run as a whole must have moved state.
+    let moved = |e: &serde_json::Value| e["keys_moved"].as_u64().unwrap();
+    assert!(events.iter().any(|e| moved(e) > 0), "no step moved state: {events:?}");
 }
 
 #[test]

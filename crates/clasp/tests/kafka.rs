@@ -4,7 +4,7 @@
 //! rescaled mid-run, against a from-scratch count, and the errors of bad input.
 #![cfg(feature = "kafka")]
 
-use clasp::kafka::topics::{RawRecord, create_topic, produce};
+use clasp::kafka::topics::{RawRecord, create_topic, produce, retained_offsets};
 use clasp::kafka::{SourceOptions, open_source};
 use clasp::{Source, core::input::InputRecord, core::input::Next};
 use std::collections::BTreeMap;
@@ -188,21 +188,7 @@ fn the_source_reads_records_as_produced_and_replays_from_its_position() {
     produce(&broker, &t, 1, records[300..].to_vec(), 64).unwrap();
     let options = SourceOptions { event_time: None, record_keys: true };
     let mut source = open_source(&format!("{broker}/{t}?stop=latest"), options).unwrap();
-    let mut rec = InputRecord::default();
-    let mut read = |source: &mut dyn Source, n: usize| {
-        let mut got = Vec::new();
-        while got.len() < n {
-            clasp::core::source::reset(&mut rec);
-            match source.next_record(&mut rec).unwrap() {
-                Next::Record => {
-                    got.push((rec.keyed.then(|| rec.key.clone()), rec.value.clone(), rec.time))
-                }
-                Next::Idle => {}
-                Next::End => break,
-            }
-        }
-        got
-    };
+    let read = read_source;
     let first = read(&mut source, 123);
     let at = source.position();
     let rest = read(&mut source, usize::MAX);
@@ -215,10 +201,76 @@ fn the_source_reads_records_as_produced_and_replays_from_its_position() {
         .collect();
     assert_eq!(all, produced);
     source.seek(&at).unwrap();
-    assert_eq!(read(&mut source, usize::MAX), rest, "replayed from the position");
+    // Partitions interleave as their fetches arrive; each partition's records keep their order.
+    let partition_of = |r: &(Option<Vec<u8>>, Vec<u8>, Option<u64>)| r.2 >= Some(1_300);
+    let by_partition = |records: Vec<_>| -> (Vec<_>, Vec<_>) {
+        records.into_iter().partition(|r| !partition_of(r))
+    };
+    let replayed = read(&mut source, usize::MAX);
+    assert_eq!(by_partition(replayed), by_partition(rest), "replayed from the position");
     let start = format!("{broker}/{t}?stop=latest&start=0:290,1:199");
     let mut late = open_source(&start, SourceOptions::default()).unwrap();
     assert_eq!(read(&mut late, usize::MAX).len(), 10 + 1, "explicit start offsets");
+}
+
+/// Reads `source` until it ends (or `n` records), as (key if keyed, value, event time).
+fn read_source(source: &mut dyn Source, n: usize) -> Vec<(Option<Vec<u8>>, Vec<u8>, Option<u64>)> {
+    let mut rec = InputRecord::default();
+    let mut got = Vec::new();
+    while got.len() < n {
+        clasp::core::source::reset(&mut rec);
+        match source.next_record(&mut rec).unwrap() {
+            Next::Record => {
+                got.push((rec.keyed.then(|| rec.key.clone()), rec.value.clone(), rec.time))
+            }
+            Next::Idle => {}
+            Next::End => break,
+        }
+    }
+    got
+}
+
+/// Records produced in batches of several records end where the last batch ends: the log end
+/// offset is the number of records produced (not the last batch's first offset plus one), a
+/// bounded read hands out every record of the last batch, and `start=latest` begins after it.
+#[test]
+fn a_partition_ends_after_the_last_record_of_its_last_batch() {
+    let Some(broker) = broker() else { return };
+    let t = topic("log-end");
+    create_topic(&broker, &t, 2).unwrap();
+    let record = |p: usize, i: usize| RawRecord {
+        key: None,
+        value: Some(format!("p{p}-{i}").into_bytes()),
+        timestamp_ms: i as i64,
+    };
+    // Batches of 64, 64 and 37 records, and one batch of 100.
+    let sizes = [165, 100];
+    let batches = [64, 100];
+    for (p, (&n, &batch)) in sizes.iter().zip(&batches).enumerate() {
+        produce(&broker, &t, p as i32, (0..n).map(|i| record(p, i)), batch).unwrap();
+        assert_eq!(
+            retained_offsets(&broker, &t, p as i32).unwrap(),
+            (0, n as i64),
+            "partition {p}"
+        );
+    }
+    let mut from_latest =
+        open_source(&format!("{broker}/{t}?start=latest"), SourceOptions::default()).unwrap();
+    let options = SourceOptions::default();
+    let mut bounded = open_source(&format!("{broker}/{t}?stop=latest"), options).unwrap();
+    let mut read: Vec<Vec<u8>> =
+        read_source(&mut bounded, usize::MAX).into_iter().map(|r| r.1).collect();
+    read.sort_unstable();
+    let mut produced: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .flat_map(|(p, &n)| (0..n).map(move |i| record(p, i).value.unwrap()))
+        .collect();
+    produced.sort_unstable();
+    assert_eq!(read, produced);
+    produce(&broker, &t, 1, [record(1, 100)], 1).unwrap();
+    let next = read_source(&mut from_latest, 1);
+    assert_eq!(next.into_iter().map(|r| r.1).collect::<Vec<_>>(), [record(1, 100).value.unwrap()]);
 }
 
 fn fails(args: &[String], expected: &[&str]) {

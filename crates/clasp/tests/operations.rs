@@ -1,7 +1,11 @@
 //! Operations from the command line: JSON logs without colour, each rescaling and migration
 //! logged once; `--scaling recommend` on the README's main job (shortened) reporting decisions
-//! and moving nothing; the admin URL printed at start; `clasp config print` with origins.
+//! and moving nothing; the admin URL printed at start, with the admin token for the dashboard,
+//! and `clasp admin-token`; `clasp config print` with origins.
 
+mod common;
+
+use common::root;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,10 +14,6 @@ fn clasp() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_clasp"));
     c.current_dir(root()).env_remove("CLASP_LOG").env_remove("CLASP_CONFIG");
     c
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -212,4 +212,36 @@ fn the_example_config_file_is_accepted_and_its_origins_shown() {
         let origin = format!("# file deploy/clasp.toml:{}", line_of(&format!("{key} = ")));
         assert!(line.starts_with(shown) && line.ends_with(&origin), "{line}");
     }
+}
+
+#[test]
+fn the_dashboard_address_and_clasp_admin_token_carry_the_secrets_admin_token() {
+    let secret_file = tmp("cluster.token");
+    std::fs::write(&secret_file, "operations-test-secret-0123456789abcdef\n").unwrap();
+    let secret = clasp_wire::Secret::from_file(&secret_file).unwrap();
+    let want = clasp_wire::auth::admin_token(&secret);
+    let out = clasp().arg("admin-token").arg("--token-file").arg(&secret_file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), want);
+    // Without a secret it says how to make one.
+    let out = clasp().arg("admin-token").env_remove("CLASP_TOKEN").output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success() && stderr.contains("--token-file"), "{stderr}");
+    // `clasp run` prints the dashboard's address with the token of its secret.
+    let token_file = secret_file.to_str().unwrap();
+    let (stderr, _) = run(
+        "admin-token",
+        &["pipelines/wc.toml", "--input", "gen:2000", "--quiet", "--token-file", token_file],
+    );
+    let dashboard = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("clasp: dashboard at http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no dashboard address: {stderr}"));
+    let token = dashboard.split_once("/?token=").unwrap().1.split(' ').next().unwrap();
+    assert_eq!(token, want);
+    // With --insecure the server asks no token, and no token is printed.
+    let (stderr, _) =
+        run("insecure", &["pipelines/wc.toml", "--input", "gen:2000", "--quiet", "--insecure"]);
+    assert!(stderr.contains("clasp: admin server at http://127.0.0.1:"), "{stderr}");
+    assert!(!stderr.contains("?token="), "{stderr}");
 }

@@ -3,36 +3,14 @@
 //! result over the records it got through. A run that fails because a worker is lost writes
 //! the state of the workers still alive.
 
+mod common;
+
 use clasp_apps::inputs::{self, SourceLines};
 use clasp_reference::{self as reference, Outcome};
+use common::{Scratch, root};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A scratch directory for one test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(test: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("clasp-partial-{}-{test}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 #[allow(unsafe_code)]
 fn signal(pid: u32, signal: i32) {
@@ -64,6 +42,9 @@ fn start(dir: &Scratch, input: &Path, extra: &[&str]) -> Child {
         .args(["--rate", "200", "--batch", "8", "--interval-ms", "100"])
         .args(["--output", &arg("output.jsonl"), "--state-dump", &arg("state.jsonl")])
         .args(["--stats", &arg("stats.json")])
+        // What a run without fault tolerance keeps (with checkpoints, a lost worker is
+        // recovered from instead: tests/recovery.rs).
+        .args(["--checkpoint", "none"])
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -112,7 +93,7 @@ fn outcome(dir: &Scratch) -> Outcome {
 
 #[test]
 fn a_run_stopped_by_sigterm_writes_its_partial_results() {
-    let dir = Scratch::new("sigterm");
+    let dir = Scratch::new("partial", "sigterm");
     let (lines, input) = wc_input(&dir, 200_000);
     let mut child = start(&dir, &input, &["--workers", "2"]);
     let pid = child.id();
@@ -163,7 +144,7 @@ fn worker_pid(pid: u32, id: u32) -> u32 {
 
 #[test]
 fn a_run_that_loses_a_worker_writes_the_state_of_the_others() {
-    let dir = Scratch::new("lost");
+    let dir = Scratch::new("partial", "lost");
     let (lines, input) = wc_input(&dir, 200_000);
     let mut child = start(&dir, &input, &["--workers", "2", "--processes"]);
     let pid = child.id();
@@ -213,7 +194,7 @@ fn a_full_disk_is_reported_when_it_happens() {
     let out = Command::new(env!("CARGO_BIN_EXE_clasp"))
         .arg("run")
         .arg(root().join("pipelines/etl.toml"))
-        .args(["--input", "gen:20000", "--quiet", "--output", "/dev/full"])
+        .args(["--input", "gen:20000", "--quiet", "--output", "/dev/full", "--checkpoint", "none"])
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -222,4 +203,15 @@ fn a_full_disk_is_reported_when_it_happens() {
     // Logged once, when the first write failed, and named again in the run's error.
     assert_eq!(stderr.matches("writing sink records failed").count(), 1, "{stderr}");
     assert!(stderr.contains("No space left on device"), "{stderr}");
+    // With checkpoints, the output must be a file that can hold uncommitted epochs apart.
+    let out = Command::new(env!("CARGO_BIN_EXE_clasp"))
+        .arg("run")
+        .arg(root().join("pipelines/etl.toml"))
+        .args(["--input", "gen:200", "--quiet", "--output", "/dev/full"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("/dev/full is not a regular file"), "{stderr}");
 }

@@ -3,39 +3,16 @@
 //! every input completed, and malformed lines are counted per operator and reason without
 //! stopping the pipeline.
 
+mod common;
+
 use clasp_apps::inputs::{self, SourceLines};
 use clasp_reference::{self as reference, Outcome};
+use common::{Scratch, root};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const SEED: u64 = 3;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A scratch directory for one test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(test: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("clasp-run-pipelines-{}-{test}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Runs `clasp run` with `args`; returns its standard output (the summary). Fails the test,
 /// with the standard error, unless it exits 0.
@@ -115,7 +92,7 @@ fn generated_lines(app: &str, count: u64) -> u64 {
 #[test]
 fn every_pipeline_runs_with_its_generator() {
     const COUNT: u64 = 2_000;
-    let dir = Scratch::new("generators");
+    let dir = Scratch::new("run-pipelines", "generators");
     let all = pipelines();
     assert!(all.len() >= clasp_apps::APPS.len(), "{all:?}");
     for app in clasp_apps::APPS {
@@ -184,7 +161,7 @@ fn mixed(app: &str, source: &str, count: u64, bad: &[&str]) -> Vec<Vec<u8>> {
 /// Runs `app` (one source) on 3 workers with `lines` as a file; returns the summary text,
 /// the `--stats` summary, and the sinks and final state it produced.
 fn run_file(app: &str, source: &str, lines: &[Vec<u8>]) -> (String, serde_json::Value, Outcome) {
-    let dir = Scratch::new(app);
+    let dir = Scratch::new("run-pipelines", app);
     let file = dir.file("input.txt");
     let mut text = lines.join(&b'\n');
     text.push(b'\n');
@@ -314,7 +291,7 @@ fn malformed_csv_lines_are_counted_per_operator_and_reason() {
 /// SYN's ten and reported the others as 0).
 #[test]
 fn every_operator_of_a_chain_reports_its_execution_time() {
-    let scratch = Scratch::new("exec-time");
+    let scratch = Scratch::new("run-pipelines", "exec-time");
     let stats = scratch.file("stats.json");
     let syn = root().join("pipelines/syn.toml");
     clasp_run(&[

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use clasp_admin::AdminServer;
+use clasp_admin::{Access, AdminServer};
 use clasp_core::{Pipeline, SourceId};
 use clasp_plan::PlanConfig;
 use clasp_plan::Policy;
@@ -16,7 +16,18 @@ use clasp_runtime::planner::{DiscardSink, Input, PlannerConfig};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// The cluster secret of the tests' servers.
+pub fn secret() -> &'static clasp_wire::Secret {
+    static S: OnceLock<clasp_wire::Secret> = OnceLock::new();
+    S.get_or_init(|| clasp_wire::Secret::parse(&"admin-test-secret-".repeat(3), "test").unwrap())
+}
+
+/// Its admin token, which every request of [`get`] and [`request`] carries.
+pub fn token() -> String {
+    clasp_wire::auth::admin_token(secret())
+}
 
 /// A pipeline of the repository.
 pub fn pipeline(name: &str) -> Pipeline {
@@ -115,6 +126,7 @@ impl Run {
             duration: None,
             initial_rate: self.rate,
             rescales: self.rescales.clone(),
+            fault: Default::default(),
         };
         let def = clasp_apps::inputs::source(&self.pipeline.name, None)
             .or_else(|_| clasp_apps::inputs::source("wc", None))
@@ -136,7 +148,9 @@ impl Run {
     ) -> (JobOutput, AdminServer, Arc<Observatory>) {
         let (job, inputs) = self.job();
         let obs = Arc::new(Observatory::new(&job.pipeline, self.policy.name(), self.mode));
-        let server = AdminServer::start("127.0.0.1:0", obs.clone()).unwrap();
+        let server =
+            AdminServer::start("127.0.0.1:0", obs.clone(), Access::Token(secret().clone()))
+                .unwrap();
         let addr = server.addr();
         let mut intervals = 0;
         let out = job::run_observed(
@@ -156,22 +170,59 @@ impl Run {
     }
 }
 
-/// `GET path` over HTTP/1.1 (connection closed after): the status and the body.
+/// `GET path` over HTTP/1.1 (connection closed after), with the admin token: the status and
+/// the body.
 pub fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     request(addr, "GET", path)
 }
 
-/// One request.
+/// One request with the admin token.
 pub fn request(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
+    let auth = format!("Bearer {}", token());
+    let r = exchange(addr, method, path, &[("Authorization", &auth)]);
+    (r.status, r.body)
+}
+
+/// An HTTP answer.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    /// The header lines, names lowercased.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    /// The client's own address, as the server saw it.
+    pub local: SocketAddr,
+}
+
+impl Answer {
+    /// The first value of header `name` (lowercase).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// One request with the given headers and no others but `Host` and `Connection: close`.
+pub fn exchange(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> Answer {
     let mut s = TcpStream::connect(addr).unwrap();
-    write!(s, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let local = s.local_addr().unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head += &format!("{name}: {value}\r\n");
+    }
+    write!(s, "{head}\r\n").unwrap();
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).unwrap();
     let text = String::from_utf8(raw).unwrap();
     let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP response");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
-    (status, if chunked { dechunk(body) } else { body.to_string() })
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let chunked = headers.iter().any(|(n, v)| n == "transfer-encoding" && v == "chunked");
+    let body = if chunked { dechunk(body) } else { body.to_string() };
+    Answer { status, headers, body, local }
 }
 
 fn dechunk(mut body: &str) -> String {

@@ -4,7 +4,8 @@
 use super::{put_reading, range, reading};
 use crate::text::{Buf, div_round};
 use clasp_core::hash::{fmix64, key_hash};
-use clasp_core::{Batch, Context, Operator};
+use clasp_core::time::{Timer, TimerUse};
+use clasp_core::{Batch, Context, Operator, Record};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -26,7 +27,7 @@ impl Operator for RangeFilter {
     type State = RangeStats;
     fn process(&self, input: &Batch, ctx: &mut Context<'_, RangeStats>) {
         let mut out = Buf::new();
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             let rd = match reading(r.value) {
                 Ok(rd) => rd,
                 Err(reason) => {
@@ -42,7 +43,7 @@ impl Operator for RangeFilter {
             s.seen += 1;
             s.out_of_range += u64::from(!valid);
             put_reading(&mut out, &rd, rd.value.filter(|_| valid));
-            ctx.emit(r.key, out.get().unwrap_or_default());
+            ctx.emit_with(time, r.key, out.get().unwrap_or_default());
         }
     }
 }
@@ -103,12 +104,12 @@ fn sensor_of(key: &[u8]) -> &[u8] {
 impl Operator for BloomFilter {
     type State = BloomStats;
     fn process(&self, input: &Batch, ctx: &mut Context<'_, BloomStats>) {
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             let known = self.known.may_contain(sensor_of(r.key));
             let s = ctx.state(r);
             if known {
                 s.passed += 1;
-                ctx.emit(r.key, r.value);
+                ctx.emit_with(time, r.key, r.value);
             } else {
                 s.dropped += 1;
             }
@@ -116,50 +117,80 @@ impl Operator for BloomFilter {
     }
 }
 
-/// The recent valid values of one sensor field.
+/// The recent valid values of one sensor field, and the readings waiting for the watermark.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Recent {
     /// Last valid values, oldest first.
     pub values: VecDeque<i64>,
     /// Missing values filled in.
     pub interpolated: u64,
+    /// `(time, reading record)` of readings not yet interpolated, ascending.
+    pub pending: Vec<(u64, String)>,
 }
 
-/// `etl.interpolate`.
+/// `etl.interpolate`: a field's readings are taken in event-time order (equal times by their
+/// record), each once the watermark passes it, so the values a missing one is filled from are
+/// the same whatever the arrival order.
 #[derive(Clone, Copy, Debug)]
 pub struct Interpolate {
     pub(super) window: usize,
 }
 
+impl Interpolate {
+    /// Takes one due reading into the field's window and emits it, filled in if missing.
+    fn take(&self, ctx: &mut Context<'_, Recent>, key: Record<'_>, time: u64, record: &str) {
+        let Ok(rd) = reading(record.as_bytes()) else { return };
+        let s = ctx.state(key);
+        let value = match rd.value {
+            Some(v) => {
+                if s.values.len() == self.window {
+                    s.values.pop_front();
+                }
+                s.values.push_back(v);
+                Some(v)
+            }
+            None if s.values.is_empty() => None,
+            None => {
+                s.interpolated += 1;
+                Some(div_round(s.values.iter().sum(), s.values.len() as i64))
+            }
+        };
+        let mut out = Buf::new();
+        put_reading(&mut out, &rd, value);
+        ctx.emit_at(time, rd.msg, out.get().unwrap_or_default());
+    }
+}
+
 impl Operator for Interpolate {
     type State = Recent;
+    fn timers(&self) -> TimerUse {
+        TimerUse::EVENT
+    }
     fn process(&self, input: &Batch, ctx: &mut Context<'_, Recent>) {
-        let mut out = Buf::new();
-        for r in input.iter() {
-            let rd = match reading(r.value) {
-                Ok(rd) => rd,
-                Err(reason) => {
-                    ctx.reject(reason);
-                    continue;
-                }
+        for (r, time) in input.iter_timed() {
+            if let Err(reason) = reading(r.value) {
+                ctx.reject(reason);
+                continue;
+            }
+            let Some(time) = time else {
+                ctx.reject("missing time");
+                continue;
             };
+            // Checked upstream: readings are ASCII.
+            let record = String::from_utf8_lossy(r.value);
             let s = ctx.state(r);
-            let value = match rd.value {
-                Some(v) => {
-                    if s.values.len() == self.window {
-                        s.values.pop_front();
-                    }
-                    s.values.push_back(v);
-                    Some(v)
-                }
-                None if s.values.is_empty() => None,
-                None => {
-                    s.interpolated += 1;
-                    Some(div_round(s.values.iter().sum(), s.values.len() as i64))
-                }
-            };
-            put_reading(&mut out, &rd, value);
-            ctx.emit(rd.msg, out.get().unwrap_or_default());
+            let at = s.pending.partition_point(|(t, v)| (*t, v.as_str()) <= (time, &*record));
+            s.pending.insert(at, (time, record.into_owned()));
+            ctx.set_event_timer(r, time);
+        }
+    }
+    fn on_timer(&self, timer: Timer<'_>, ctx: &mut Context<'_, Recent>) {
+        let r = timer.record();
+        let Some(s) = ctx.existing_state(r) else { return };
+        let due = s.pending.partition_point(|p| p.0 <= timer.time);
+        let readings: Vec<(u64, String)> = s.pending.drain(..due).collect();
+        for (time, record) in &readings {
+            self.take(ctx, r, *time, record);
         }
     }
 }

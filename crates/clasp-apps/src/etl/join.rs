@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 /// The fields of one message collected so far.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Parts {
-    /// `field=value;` for each field that arrived, in arrival order.
+    /// `field=value;` for each field that arrived, sorted by field name (so that what is
+    /// left of an incomplete message does not depend on the arrival order).
     pub fields: String,
     /// How many arrived.
     pub count: u32,
@@ -46,14 +47,21 @@ impl Operator for Join {
                 ctx.reject("duplicate field");
                 continue;
             }
-            p.fields.push_str(as_str(rd.field));
-            p.fields.push('=');
+            let mut part = String::from(as_str(rd.field));
+            part.push('=');
             if let Some(v) = rd.value {
                 number.clear();
                 number.fixed(v, DECIMALS);
-                p.fields.push_str(as_str(number.get().unwrap_or_default()));
+                part.push_str(as_str(number.get().unwrap_or_default()));
             }
-            p.fields.push(';');
+            part.push(';');
+            let at = p
+                .fields
+                .split_inclusive(';')
+                .take_while(|f| f.split('=').next() < Some(as_str(rd.field)))
+                .map(str::len)
+                .sum();
+            p.fields.insert_str(at, &part);
             p.count += 1;
             if u64::from(p.count) < self.fields {
                 continue;

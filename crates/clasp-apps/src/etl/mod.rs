@@ -17,8 +17,12 @@
 //!   the state counts passed and dropped readings.
 //! - `etl.interpolate` (stateful by sensor/field; param `window`, default 5): an empty value
 //!   becomes the mean of the field's last `window` valid values; key becomes the message id.
+//!   A field's readings are taken in event-time order: each waits for the watermark to pass
+//!   its message's time (an event-time timer), so the values a missing one is filled from do
+//!   not depend on the arrival order within the source's `out_of_orderness` or on the worker
+//!   count. Readings later than that are counted as `late`.
 //! - `etl.join` (stateful by message; param `fields`, default 3): collects a message's fields
-//!   and emits `sensor,time,f1=v1;f2=v2;…` (fields sorted by name) when all have arrived.
+//!   (kept sorted by name) and emits `sensor,time,f1=v1;f2=v2;…` when all have arrived.
 //! - `etl.annotate`: appends the sensor's location; goes to both outputs.
 //! - `etl.csv_to_senml` → `etl.publish`: the row as SenML, published under topic
 //!   `etl/<sensor>` (the record key).
@@ -98,9 +102,16 @@ fn put_reading(out: &mut Buf, r: &Reading<'_>, value: Option<i64>) {
     }
 }
 
+/// A SenML line's `bt` (s), its event time; `None` when it has none (the parser then rejects
+/// the line).
+pub fn message_time(line: &[u8]) -> Option<u64> {
+    crate::json::member_u64(line, b"\"bt\"")
+}
+
 /// Registers the ETL functions.
 pub fn register(r: &mut Registry) {
     use clasp_core::operator::erase;
+    r.register_event_time("etl.time", message_time);
     r.register_operator("etl.senml_parse", SenmlParse);
     r.register_operator("etl.range_filter", RangeFilter);
     r.register("etl.bloom_filter", |spec| {

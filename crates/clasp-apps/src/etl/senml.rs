@@ -277,7 +277,7 @@ impl Operator for SenmlParse {
                     None => ctx.reject("non-numeric value"),
                 }
                 match (key.get(), value.get()) {
-                    (Some(k), Some(v)) => ctx.emit(k, v),
+                    (Some(k), Some(v)) => ctx.emit_at(m.time, k, v),
                     _ => ctx.reject("record too long"),
                 }
             }

@@ -25,11 +25,14 @@
 //! w3 (Fig. 6, the training's "popular places"): `taxi.filter_nyc`; `taxi.to_cell` maps a
 //! START event to the grid cell where the taxi departed and an END event to where it arrived
 //! (key = cell, value = `time,1|0`, 1 = departure); `taxi.popular_window` (stateful by cell;
-//! params `size_min` 15, `slide_min` 5, `lateness_min` = `slide_min`) counts departures and
-//! arrivals per cell in sliding event-time windows and emits `window_end,1|0,count` for each
-//! non-zero count once the cell has seen an event `lateness_min` after the window's end;
-//! `taxi.filter_popular` (param `min_count` 20) keeps counts at or above it; `taxi.to_area`
-//! emits `lon,lat,window_end,departing|arriving,count` with the cell's centre.
+//! params `size_min` 15, `slide_min` 5) counts departures and arrivals per cell in sliding
+//! event-time windows and emits `window_end,1|0,count` for each non-zero count once the
+//! watermark passes the window's end (plus the operator's `allowed_lateness`), by an
+//! event-time timer; `taxi.filter_popular` (param `min_count` 20) keeps counts at or above it;
+//! `taxi.to_area` emits `lon,lat,window_end,departing|arriving,count` with the cell's centre.
+//! An event's time is its own (`taxi.time`: start for START, end for END), so the windows are
+//! the same whatever the arrival order within the source's `out_of_orderness` and the worker
+//! count; events later than that are counted as `late`.
 
 mod generate;
 mod join;
@@ -115,6 +118,12 @@ pub fn parse_ride(line: &[u8]) -> Result<Ride, &'static str> {
     })
 }
 
+/// A TaxiRide line's event time: its own time (start for START, end for END), Unix s; `None`
+/// for a line that does not parse or a time before 1970.
+pub fn ride_time(line: &[u8]) -> Option<u64> {
+    parse_ride(line).ok().and_then(|r| u64::try_from(r.event_time()).ok())
+}
+
 /// Whether a point is inside the NYC box (edges included).
 pub fn in_nyc(lon: i64, lat: i64) -> bool {
     (LON_WEST..=LON_EAST).contains(&lon) && (LAT_SOUTH..=LAT_NORTH).contains(&lat)
@@ -142,9 +151,9 @@ pub struct RideFilter<F> {
 impl<F: Fn(&Ride) -> bool + Copy + Send + Sync + 'static> Operator for RideFilter<F> {
     type State = ();
     fn process(&self, input: &Batch, ctx: &mut Context<'_, ()>) {
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             match parse_ride(r.value) {
-                Ok(ride) if (self.keep)(&ride) => ctx.emit(r.key, r.value),
+                Ok(ride) if (self.keep)(&ride) => ctx.emit_with(time, r.key, r.value),
                 Ok(_) => {}
                 Err(reason) => ctx.reject(reason),
             }
@@ -183,6 +192,7 @@ pub fn parse_fare(line: &[u8]) -> Result<Fare<'_>, &'static str> {
 /// Registers the taxi functions.
 pub fn register(r: &mut Registry) {
     use clasp_core::operator::erase;
+    r.register_event_time("taxi.time", ride_time);
     r.register_operator(
         "taxi.filter_start_nyc",
         RideFilter { keep: |r: &Ride| !r.is_start && in_nyc(r.start_lon, r.start_lat) },
@@ -226,14 +236,13 @@ pub fn register(r: &mut Registry) {
     r.register_operator("taxi.join_ride_fare", JoinRideFare);
     r.register_operator("taxi.to_cell", ToCell);
     r.register("taxi.popular_window", |spec| {
-        let p = Params::new(spec, &["size_min", "slide_min", "lateness_min"])?;
+        let p = Params::new(spec, &["size_min", "slide_min"])?;
         let size = p.positive("size_min", 15)? as i64;
         let slide = p.positive("slide_min", 5)? as i64;
         if size % slide != 0 {
             return Err(format!("`size_min` ({size}) must be a multiple of `slide_min` ({slide})"));
         }
-        let lateness = p.unsigned("lateness_min", slide as u64)? as i64;
-        Ok(erase(PopularWindow { slide: slide * 60, panes: size / slide, lateness: lateness * 60 }))
+        Ok(erase(PopularWindow { slide: slide * 60, panes: size / slide }))
     });
     r.register("taxi.filter_popular", |spec| {
         let p = Params::new(spec, &["min_count"])?;

@@ -3,6 +3,7 @@
 
 use super::{COORD_DECIMALS, GRID_X, GRID_Y, cell, cell_center, in_nyc, parse_ride};
 use crate::text::{Buf, fields, parse_u64};
+use clasp_core::time::{Timer, TimerUse};
 use clasp_core::{Batch, Context, Operator};
 use serde::{Deserialize, Serialize};
 
@@ -35,7 +36,8 @@ impl Operator for ToCell {
             key.i64(cell(lon, lat));
             value.clear();
             value.i64(ride.event_time()).byte(b',').byte(if ride.is_start { b'1' } else { b'0' });
-            ctx.emit(key.get().unwrap_or_default(), value.get().unwrap_or_default());
+            let time = u64::try_from(ride.event_time()).ok();
+            ctx.emit_with(time, key.get().unwrap_or_default(), value.get().unwrap_or_default());
         }
     }
 }
@@ -46,81 +48,42 @@ pub struct CellPanes {
     /// `(pane, departures, arrivals)`, ascending by pane; pane `p` covers
     /// `[p·slide, (p+1)·slide)` seconds.
     pub panes: Vec<(i64, u64, u64)>,
-    /// The latest event time seen (s).
-    pub watermark: i64,
     /// Windows up to the one whose last pane is this one have been emitted.
     pub emitted_through: Option<i64>,
-    /// Events that arrived after every window containing them was emitted.
-    pub late: u64,
 }
 
-/// `taxi.popular_window`.
+/// `taxi.popular_window`: sliding event-time windows of `panes` panes. A window closes by an
+/// event-time timer at its last second, once the watermark passes it (plus the operator's
+/// `allowed_lateness`), whether or not the cell sees another ride; rides later than that are
+/// counted as `late` by the runtime.
 #[derive(Clone, Copy, Debug)]
 pub struct PopularWindow {
     /// Pane length (the slide), s.
     pub(super) slide: i64,
     /// Panes per window.
     pub(super) panes: i64,
-    /// Lateness, s.
-    pub(super) lateness: i64,
 }
 
 impl PopularWindow {
-    /// The last pane whose window has closed at `watermark`.
-    fn closed_through(&self, watermark: i64) -> i64 {
-        (watermark - self.lateness).div_euclid(self.slide) - 1
-    }
-
-    /// Emits every window closed at the current watermark, then drops panes no open window
-    /// needs. Only windows containing a pane with events are visited, so a jump in event time
-    /// costs nothing.
-    fn close(&self, s: &mut CellPanes, mut emit: impl FnMut(i64, bool, u64)) {
-        let through = self.closed_through(s.watermark);
-        if s.emitted_through.is_some_and(|e| through <= e) {
-            return;
-        }
-        let after = s.emitted_through.unwrap_or(i64::MIN);
-        let mut last = after;
-        for i in 0..s.panes.len() {
-            for d in 0..self.panes {
-                let q = s.panes[i].0 + d;
-                if q <= last || q > through {
-                    continue;
-                }
-                last = q;
-                let (dep, arr) = s
-                    .panes
-                    .iter()
-                    .filter(|p| p.0 > q - self.panes && p.0 <= q)
-                    .fold((0, 0), |acc, p| (acc.0 + p.1, acc.1 + p.2));
-                let end = (q + 1) * self.slide;
-                if dep > 0 {
-                    emit(end, true, dep);
-                }
-                if arr > 0 {
-                    emit(end, false, arr);
-                }
-            }
-        }
-        s.emitted_through = Some(through);
-        // Open windows end after `through`, so they start at `through - panes + 2`.
-        let keep_from = through - self.panes + 2;
-        s.panes.retain(|p| p.0 >= keep_from);
+    /// The timer closing the window whose last pane is `q`: the window's last second.
+    fn closing_time(&self, q: i64) -> Option<u64> {
+        u64::try_from((q + 1).checked_mul(self.slide)? - 1).ok()
     }
 }
 
 impl Operator for PopularWindow {
     type State = CellPanes;
+    fn timers(&self) -> TimerUse {
+        TimerUse::EVENT
+    }
     fn process(&self, input: &Batch, ctx: &mut Context<'_, CellPanes>) {
-        let mut out = Buf::new();
-        let mut closed: Vec<(i64, bool, u64)> = Vec::new();
         for r in input.iter() {
             let Some([t, dir]) = fields::<2>(r.value, b',') else {
                 ctx.reject("wrong field count");
                 continue;
             };
             let (Some(t), Some(departure)) = (
-                crate::text::parse_i64(t),
+                crate::text::parse_i64(t).filter(|t| *t >= 0),
                 match dir {
                     b"1" => Some(true),
                     b"0" => Some(false),
@@ -130,27 +93,54 @@ impl Operator for PopularWindow {
                 ctx.reject("bad event");
                 continue;
             };
-            let s = ctx.state(r);
             let pane = t.div_euclid(self.slide);
-            if s.emitted_through.is_some_and(|e| pane <= e) {
-                s.late += 1;
-                continue;
-            }
-            match s.panes.binary_search_by_key(&pane, |p| p.0) {
-                Ok(i) => bump(&mut s.panes[i], departure),
+            let s = ctx.state(r);
+            let new = match s.panes.binary_search_by_key(&pane, |p| p.0) {
+                Ok(i) => {
+                    bump(&mut s.panes[i], departure);
+                    false
+                }
                 Err(i) => {
                     s.panes.insert(i, (pane, 0, 0));
                     bump(&mut s.panes[i], departure);
+                    true
+                }
+            };
+            // A new pane's windows each need their closing timer (setting one twice is a no-op).
+            if new {
+                for q in pane..pane + self.panes {
+                    if let Some(at) = self.closing_time(q) {
+                        ctx.set_event_timer(r, at);
+                    }
                 }
             }
-            s.watermark = s.watermark.max(t);
-            closed.clear();
-            self.close(s, |end, dep, n| closed.push((end, dep, n)));
-            for &(end, dep, n) in &closed {
+        }
+    }
+    fn on_timer(&self, timer: Timer<'_>, ctx: &mut Context<'_, CellPanes>) {
+        let r = timer.record();
+        let Ok(end) = i64::try_from(timer.time + 1) else { return };
+        let q = end / self.slide - 1;
+        let Some(s) = ctx.existing_state(r) else { return };
+        let (dep, arr) = s
+            .panes
+            .iter()
+            .filter(|p| p.0 > q - self.panes && p.0 <= q)
+            .fold((0, 0), |acc, p| (acc.0 + p.1, acc.1 + p.2));
+        s.emitted_through = Some(q);
+        // Later windows end after `q`, so they start at `q - panes + 2`.
+        s.panes.retain(|p| p.0 >= q - self.panes + 2);
+        let empty = s.panes.is_empty();
+        let mut out = Buf::new();
+        for (departing, n) in [(true, dep), (false, arr)] {
+            if n > 0 {
                 out.clear();
-                out.i64(end).byte(b',').byte(if dep { b'1' } else { b'0' }).byte(b',').u64(n);
-                ctx.emit(r.key, out.get().unwrap_or_default());
+                out.i64(end).byte(b',').byte(if departing { b'1' } else { b'0' }).byte(b',');
+                out.u64(n);
+                ctx.emit_at(timer.time, r.key, out.get().unwrap_or_default());
             }
+        }
+        if empty {
+            ctx.remove_state(r);
         }
     }
 }
@@ -172,9 +162,9 @@ pub struct FilterPopular {
 impl Operator for FilterPopular {
     type State = ();
     fn process(&self, input: &Batch, ctx: &mut Context<'_, ()>) {
-        for r in input.iter() {
+        for (r, time) in input.iter_timed() {
             match fields::<3>(r.value, b',').and_then(|f| parse_u64(f[2])) {
-                Some(n) if n >= self.min => ctx.emit(r.key, r.value),
+                Some(n) if n >= self.min => ctx.emit_with(time, r.key, r.value),
                 Some(_) => {}
                 None => ctx.reject("bad window count"),
             }
@@ -209,32 +199,53 @@ impl Operator for ToArea {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clasp_core::local::{LocalDriver, LocalOptions};
+    use clasp_core::{OperatorId, SourceId};
 
     #[test]
-    fn sliding_windows_emit_once_and_survive_time_jumps() {
-        use clasp_core::operator::{CollectingEmitter, Rejections};
-        let op = PopularWindow { slide: 300, panes: 3, lateness: 300 };
-        let store = clasp_core::state::KeyedStore::new(2);
-        let b: Batch = ["10,1", "20,0", "400,1", "1000000000,1", "5,1"]
-            .iter()
-            .map(|v| (&b"7"[..], v.as_bytes()))
-            .collect();
-        let mut out = CollectingEmitter::default();
-        let mut rej = Rejections::default();
-        op.process(&b, &mut Context::new(&store, &mut out, 0, &mut rej));
-        let got: Vec<String> =
-            out.records.iter().map(|r| String::from_utf8(r.2.clone()).unwrap()).collect();
-        // Windows ending at 300, 600, 900 hold pane 0 (and pane 1 from 600 on); 1200 pane 1.
-        assert_eq!(
-            got,
-            ["300,1,1", "300,0,1", "600,1,2", "600,0,1", "900,1,2", "900,0,1", "1200,1,1"]
-        );
-        let mut dump = Vec::new();
-        clasp_core::state::StateStore::dump_json(&store, "w", &mut dump).unwrap();
-        let dump = String::from_utf8(dump).unwrap();
-        assert!(
-            dump.contains(r#""panes":[[3333333,1,0]]"#) && dump.contains(r#""late":1"#),
-            "{dump}"
-        );
+    fn sliding_windows_close_by_the_watermark_once_and_survive_time_jumps() {
+        let spec = r#"
+[[source]]
+name = "events"
+key_field = 0
+event_time = "t"
+[[operator]]
+name = "window"
+function = "window"
+stateful = true
+key = "cell"
+[[sink]]
+name = "out"
+[[stream]]
+from = "events"
+to = "window"
+[[stream]]
+from = "window"
+to = "out"
+"#;
+        let p = clasp_core::spec::parse(spec, "t.toml").unwrap();
+        let mut reg = clasp_core::Registry::new();
+        reg.register_operator("window", PopularWindow { slide: 300, panes: 3 });
+        reg.register_event_time("t", |l| parse_u64(l.split(|c| *c == b',').next()?));
+        let opts = LocalOptions { batch_size: 1, key_groups: 2 };
+        let mut d = LocalDriver::new(&p, &reg, opts).unwrap();
+        for v in ["10,1", "20,0", "400,1", "1000000000,1", "5,1"] {
+            d.push(SourceId(0), b"7", v.as_bytes());
+        }
+        d.flush();
+        let got = |d: &LocalDriver| -> Vec<String> {
+            let out = d.sink_records_named("out");
+            out.iter().map(|r| String::from_utf8_lossy(r.value).into()).collect()
+        };
+        // Windows ending at 300, 600, 900 hold pane 0 (and pane 1 from 600 on); 1200 pane 1:
+        // all closed by the watermark of the jump, which leaves "5" late.
+        let closed = ["300,1,1", "300,0,1", "600,1,2", "600,0,1", "900,1,2", "900,0,1", "1200,1,1"];
+        assert_eq!(got(&d), closed);
+        assert_eq!(d.stats(OperatorId(0)).rejections.count(clasp_core::operator::LATE), 1);
+        d.finish();
+        let mut all: Vec<String> = closed.iter().map(|s| (*s).to_owned()).collect();
+        all.extend(["1000000200,1,1", "1000000500,1,1", "1000000800,1,1"].map(String::from));
+        assert_eq!(got(&d), all, "the jump's windows close at the end of the input");
+        assert_eq!(d.store(OperatorId(0)).key_count(), 0, "no pane left open");
     }
 }

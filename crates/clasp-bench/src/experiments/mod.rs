@@ -8,6 +8,7 @@ pub mod edge;
 pub mod end_to_end;
 pub mod migration;
 pub mod placement;
+pub mod recovery;
 pub mod scaling;
 pub mod state_locality;
 pub mod validate;
@@ -45,11 +46,13 @@ pub enum Experiment {
     Wc,
     /// The edge/cloud cut over emulated WAN links.
     Edge,
+    /// What checkpoints cost and how long a recovery takes.
+    Recovery,
 }
 
 impl Experiment {
     /// Every experiment, in the order `clasp bench` lists them.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::Scaling,
         Self::StateLocality,
         Self::Migration,
@@ -61,6 +64,7 @@ impl Experiment {
         Self::Dispatch,
         Self::Wc,
         Self::Edge,
+        Self::Recovery,
     ];
 
     /// The name `clasp bench` takes.
@@ -77,13 +81,14 @@ impl Experiment {
             Self::Dispatch => "dispatch",
             Self::Wc => "wc",
             Self::Edge => "edge",
+            Self::Recovery => "recovery",
         }
     }
 
     /// The engines that run it; the first is the default.
     pub fn engines(self) -> &'static [Engine] {
         match self {
-            Self::Dispatch | Self::Wc => &[Engine::Runtime],
+            Self::Dispatch | Self::Wc | Self::Recovery => &[Engine::Runtime],
             Self::Edge => &[Engine::Edge],
             _ => &[Engine::Runtime, Engine::Sim],
         }
@@ -106,7 +111,9 @@ impl Experiment {
         if !self.engines().contains(&opts.engine) {
             let on: Vec<&str> = self.engines().iter().map(|e| e.name()).collect();
             let why = match self {
-                Self::Dispatch | Self::Wc => " (it measures this runtime's own costs)",
+                Self::Dispatch | Self::Wc | Self::Recovery => {
+                    " (it measures this runtime's own costs)"
+                }
                 _ => "",
             };
             return Err(BenchError::Config(format!(
@@ -128,6 +135,7 @@ impl Experiment {
             Self::Dispatch => dispatch::run(opts),
             Self::Wc => wc::run(opts),
             Self::Edge => edge::run(opts),
+            Self::Recovery => recovery::run(opts),
         }
     }
 }

@@ -24,11 +24,13 @@
 
 mod decide;
 mod history;
+mod recover;
 #[cfg(test)]
 mod tests;
 
 pub use decide::{MIN_MOVE, instances_changed, moved_enough, plan_rescale};
 pub use history::Interval;
+pub use recover::{CheckpointEvery, Recover};
 
 use crate::error::PlanError;
 use crate::estimator::{Estimator, Observation};
@@ -327,6 +329,7 @@ pub struct Autoscaler {
     held_back: u32,
     coefficient_history: Vec<CoefficientSample>,
     pending_scale_in: Option<PendingScaleIn>,
+    fault: recover::FaultState,
 }
 
 impl Autoscaler {
@@ -358,6 +361,7 @@ impl Autoscaler {
             held_back: 0,
             coefficient_history: Vec::new(),
             pending_scale_in: None,
+            fault: recover::FaultState::default(),
             cfg,
         })
     }
@@ -445,7 +449,7 @@ impl Autoscaler {
             coefficients: self.coefficients(),
             observations: self.estimator.observations_used(),
         });
-        if self.cfg.policy == Policy::Static || self.rescaling() {
+        if self.cfg.policy == Policy::Static || self.rescaling() || self.recovering() {
             return Step::Idle;
         }
         if sample.t - sample.interval < self.quiet_until - 1e-9 {
@@ -535,7 +539,11 @@ impl Autoscaler {
     }
 
     /// The rescale in flight did not happen: the cluster still runs the previous placement.
+    /// Its epoch stays used (some workers may have installed it), so the next routing gets a
+    /// higher one.
     pub fn rescale_failed(&mut self) {
-        self.phase = Phase::Watching;
+        if let Phase::Rescaling(r) = std::mem::replace(&mut self.phase, Phase::Watching) {
+            self.epoch = self.epoch.max(r.epoch);
+        }
     }
 }

@@ -259,7 +259,7 @@ fn replicable_kinds() -> Vec<&'static str> {
 /// A devices-file problem, located like a pipeline spec error.
 pub type DevicesError = FileError<Problem>;
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
     pipeline: Option<Spanned<String>>,
@@ -269,14 +269,14 @@ struct RawFile {
     devices: Vec<Spanned<RawDevice>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCloud {
     #[serde(default)]
     sources: Vec<Spanned<String>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDevice {
     id: Option<Spanned<String>>,
@@ -296,9 +296,19 @@ pub fn load(path: &std::path::Path, p: &Pipeline) -> Result<Devices, DevicesErro
 
 /// Parses devices-file `text` (named `file` in errors) and validates it against `p`.
 pub fn parse(text: &str, file: &str, p: &Pipeline) -> Result<Devices, DevicesError> {
-    let v = Validator { text, file, p };
     let raw: RawFile = toml::from_str(text).map_err(|e| DevicesError::syntax(text, file, &e))?;
-    v.validate(raw)
+    Validator { text, file, p }.validate(raw)
+}
+
+/// Parses devices-file `text` once and validates it against each of `pipelines`: the outer
+/// error is a syntax error, the inner ones each pipeline's verdict.
+pub fn parse_each(
+    text: &str,
+    file: &str,
+    pipelines: &[&Pipeline],
+) -> Result<Vec<Result<Devices, DevicesError>>, DevicesError> {
+    let raw: RawFile = toml::from_str(text).map_err(|e| DevicesError::syntax(text, file, &e))?;
+    Ok(pipelines.iter().map(|p| Validator { text, file, p }.validate(raw.clone())).collect())
 }
 
 struct Validator<'a> {

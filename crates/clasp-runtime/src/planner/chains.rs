@@ -34,6 +34,8 @@ pub struct Chains {
     pub stray: u64,
     /// Bytes of input records of the open chains.
     bytes: u64,
+    /// Watching for a first completion, and its time once it came.
+    first_watch: Option<Option<u64>>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -53,6 +55,7 @@ impl Chains {
             completed: 0,
             stray: 0,
             bytes: 0,
+            first_watch: None,
         }
     }
 
@@ -67,6 +70,15 @@ impl Chains {
         );
         self.bytes += bytes;
         id
+    }
+
+    /// Forgets every open chain (a recovery replays their inputs); their ids are never given
+    /// again, so credit still arriving for them counts as stray. Returns how many there were.
+    pub fn abandon_all(&mut self) -> usize {
+        let n = self.open.len();
+        self.open.clear();
+        self.bytes = 0;
+        n
     }
 
     /// Opens a chain of fired timers: tracked until complete, counted in no statistics.
@@ -137,11 +149,25 @@ impl Chains {
         }
         self.per_second[second] += 1;
         self.completed += 1;
+        if let Some(first @ None) = &mut self.first_watch {
+            *first = Some(done_ns);
+        }
     }
 
     /// The interval histogram, replaced by an empty one.
     pub fn take_interval(&mut self) -> Histogram<u64> {
         std::mem::replace(&mut self.interval, histogram())
+    }
+
+    /// Watches for the next chain to complete (a recovery resumed): see
+    /// [`Chains::first_completion_ns`].
+    pub fn watch_first_completion(&mut self) {
+        self.first_watch = Some(None);
+    }
+
+    /// When the first chain completed since [`Chains::watch_first_completion`], if one did.
+    pub fn first_completion_ns(&self) -> Option<u64> {
+        self.first_watch.flatten()
     }
 }
 
@@ -170,6 +196,22 @@ mod tests {
         assert_eq!((c.total.min(), c.total.max(), c.total.len()), (1, 8, 2));
         assert_eq!(c.settle(&[ret(1, 1)], 10_000), 0);
         assert_eq!(c.stray, 1);
+    }
+
+    #[test]
+    fn abandoned_chains_never_complete_and_their_ids_are_not_reused() {
+        let mut c = Chains::new(0);
+        let old = c.open(0, 100);
+        assert_eq!(c.abandon_all(), 1);
+        assert_eq!(c.bytes_in_flight(), 0, "abandoned chains hold no bytes");
+        let new = c.open(0, 40);
+        assert_ne!(old, new);
+        let full = |chain| CreditReturn { chain, credit: FULL_CREDIT, done_ns: 1 };
+        assert_eq!(c.settle(&[full(old)], 10), 0, "late credit of an abandoned chain");
+        assert_eq!((c.stray, c.in_flight()), (1, 1));
+        assert_eq!(c.bytes_in_flight(), 40);
+        assert_eq!(c.settle(&[full(new)], 10), 1);
+        assert_eq!(c.bytes_in_flight(), 0);
     }
 
     #[test]

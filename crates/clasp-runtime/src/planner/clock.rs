@@ -51,8 +51,12 @@ pub(super) struct Clock {
     ready: VecDeque<(OperatorId, Fire)>,
     firing: Option<Firing>,
     ended: bool,
+    /// Whether the end of the input was registered (it may hold later than registered).
+    end_registered: bool,
     end_fired: bool,
     paused: bool,
+    /// The last poll found nothing due, and nothing changed since (see [`Clock::quiet`]).
+    nothing_due: bool,
     last_tick: Instant,
 }
 
@@ -80,8 +84,10 @@ impl Clock {
             ready: VecDeque::new(),
             firing: None,
             ended: false,
+            end_registered: false,
             end_fired: false,
             paused: false,
+            nothing_due: false,
             last_tick: Instant::now(),
         }
     }
@@ -97,9 +103,27 @@ impl Clock {
         }
     }
 
-    /// Every input ended; `last` is the last chain dispatched (none if there was none).
+    /// Every input ended; `last` is the last chain dispatched (none if there was none). Only
+    /// the first call counts.
     pub(super) fn inputs_ended(&mut self, last: Option<u64>) {
-        self.pending.push_back((last, Advance::End));
+        if !std::mem::replace(&mut self.end_registered, true) {
+            self.pending.push_back((last, Advance::End));
+        }
+    }
+
+    /// The clock of `p` after a recovery to a checkpoint where the sources had `watermarks`
+    /// (by source): they hold at once, as no chain was in flight at a checkpoint. Timers that
+    /// fired before the checkpoint are gone from its state, so firing again up to the same
+    /// watermarks fires only what was still due then.
+    pub(super) fn restarted(p: &Pipeline, timers: &[TimerUse], watermarks: &[Option<u64>]) -> Self {
+        let mut clock = Self::new(p, timers);
+        for (i, w) in watermarks.iter().enumerate() {
+            if let (Some(w), Some(last)) = (*w, clock.registered.get_mut(i)) {
+                *last = Some(w);
+                clock.pending.push_back((None, Advance::Source(SourceId::from(i), w)));
+            }
+        }
+        clock
     }
 
     /// Holds firings back (for a migration) until [`Clock::resume`].
@@ -110,6 +134,19 @@ impl Clock {
     /// Lets firings start again.
     pub(super) fn resume(&mut self) {
         self.paused = false;
+    }
+
+    /// Whether a poll (or a tick) can start nothing: no processing-time timers, no firing to
+    /// follow, no advance to apply, none queued, and nothing was due at the last poll — the
+    /// frontiers change only as a poll applies advances and completed firings. Dispatches and
+    /// completions check this before reading the clock, so a pipeline without timers pays
+    /// for them no more than this test.
+    pub(super) fn quiet(&self) -> bool {
+        self.nothing_due
+            && self.processing.is_empty()
+            && self.firing.is_none()
+            && self.pending.is_empty()
+            && self.ready.is_empty()
     }
 
     /// Whether a firing is running.
@@ -135,6 +172,10 @@ impl Clock {
 
     /// Applies what completed in `chains` and opens the next firing, if one is due.
     pub(super) fn poll(&mut self, chains: &mut Chains, now_ns: u64) -> Option<Firing> {
+        if self.quiet() {
+            return None;
+        }
+        self.nothing_due = false;
         if let Some(f) = self.firing {
             if chains.is_open(f.chain) {
                 return None;
@@ -173,6 +214,7 @@ impl Clock {
             );
             self.ready.pop_front()?
         } else {
+            self.nothing_due = true;
             return None;
         };
         let chain = chains.open_uncounted(now_ns);

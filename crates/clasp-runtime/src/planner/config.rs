@@ -39,6 +39,9 @@ pub struct PlannerConfig {
     pub interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Window over which observed statistics are averaged (s).
     pub stats_window_s: f64,
+    /// A worker nothing arrived from for this long is lost (workers send heartbeats every
+    /// [`crate::worker::HEARTBEAT`]); `None`: only a closed connection counts.
+    pub heartbeat_timeout: Option<std::time::Duration>,
     /// The timers each operator uses, by operator id (see [`timers_of`]); empty when unknown,
     /// and then every operator's timers are fired as if it used event-time timers.
     pub timers: Vec<TimerUse>,
@@ -77,6 +80,7 @@ impl Default for PlannerConfig {
             drain_grace: std::time::Duration::from_secs(5),
             interrupt: std::sync::Arc::default(),
             stats_window_s: 10.0,
+            heartbeat_timeout: None,
             timers: Vec::new(),
             security: Security::insecure(),
         }

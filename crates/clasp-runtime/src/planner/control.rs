@@ -3,7 +3,7 @@
 
 use super::chains::Chains;
 use super::dispatch::spawn_dispatcher;
-use super::ingress::{Input, Queued, spawn_ingress};
+use super::ingress::{IngressControl, IngressThread, Input, Queued, ReplayPoint, spawn_ingress};
 use super::membership::Event;
 use super::stall::StallWatch;
 use super::{Planner, PlannerError, stats};
@@ -17,6 +17,33 @@ use crossbeam_channel::RecvTimeoutError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// What a run calls back into, besides its progress.
+pub trait RunHooks {
+    /// Every interval, after the progress: may change the placement (the scaling loop).
+    fn interval(&mut self, planner: &mut Planner, p: &Progress) -> Result<(), PlannerError>;
+
+    /// A failure (a worker lost, a migration failed): `Ok` when it was recovered from and the
+    /// run goes on, the error to end the run.
+    fn failed(&mut self, _planner: &mut Planner, error: PlannerError) -> Result<(), PlannerError> {
+        Err(error)
+    }
+
+    /// Every input was read and every chain completed: `true` ends the run, `false` goes on
+    /// (a last checkpoint met a failure and the run recovered).
+    fn drained(&mut self, _planner: &mut Planner) -> Result<bool, PlannerError> {
+        Ok(true)
+    }
+}
+
+/// The hooks of [`Planner::run`]: a closure per interval.
+struct IntervalHook<F>(F);
+
+impl<F: FnMut(&mut Planner, &Progress) -> Result<(), PlannerError>> RunHooks for IntervalHook<F> {
+    fn interval(&mut self, planner: &mut Planner, p: &Progress) -> Result<(), PlannerError> {
+        (self.0)(planner, p)
+    }
+}
 
 /// One interval of a run, for live progress.
 #[derive(Clone, Debug, Default)]
@@ -83,6 +110,7 @@ impl Planner {
                 tracing::warn!("unexpected migration report from {}", d.worker)
             }
             Event::StateLines(..) | Event::StateDone(_) => {}
+            Event::Fault(f) => self.fault_inbox.push(f),
         }
         Ok(())
     }
@@ -171,6 +199,10 @@ impl Planner {
                 self.shared.send(w, Message::Install(Box::new(plan.clone())));
             }
         }
+        if let Some(mut hook) = self.migration_hook.take() {
+            hook(&self.worker_pids());
+            self.migration_hook = Some(hook);
+        }
         let mut done: Vec<MigrationDone> = Vec::new();
         while done.len() < involved.len() {
             match self.events.recv_timeout(Duration::from_secs(90)) {
@@ -219,36 +251,73 @@ impl Planner {
         &mut self,
         inputs: Vec<Input>,
         duration: Option<Duration>,
+        progress: impl FnMut(&Progress),
+        control: impl FnMut(&mut Planner, &Progress) -> Result<(), PlannerError>,
+    ) -> Result<stats::RunSummary, PlannerError> {
+        self.run_with(inputs, duration, progress, &mut IntervalHook(control))
+    }
+
+    /// [`Planner::run`] with every hook: failures may be recovered from, and the end of the
+    /// input may be acted on (a last checkpoint).
+    pub fn run_with(
+        &mut self,
+        inputs: Vec<Input>,
+        duration: Option<Duration>,
         mut progress: impl FnMut(&Progress),
-        mut control: impl FnMut(&mut Planner, &Progress) -> Result<(), PlannerError>,
+        hooks: &mut dyn RunHooks,
     ) -> Result<stats::RunSummary, PlannerError> {
         let started = Instant::now();
         self.origin = started;
         self.origin_ns = now_ns();
         *lock(&self.shared.chains) = Chains::new(self.origin_ns);
-        *lock(&self.shared.clock) =
-            super::clock::Clock::new(&self.shared.pipeline, &self.shared.config.timers);
+        let watermarks = std::mem::take(&mut self.resumed_watermarks);
+        *lock(&self.shared.clock) = super::clock::Clock::restarted(
+            &self.shared.pipeline,
+            &self.shared.config.timers,
+            &watermarks,
+        );
         self.shared.discarding.store(false, Ordering::Release);
         self.shared.dropped.store(0, Ordering::Release);
         let (queue_tx, queue_rx) =
             crossbeam_channel::bounded::<Queued>(self.shared.config.queue_capacity);
         let stop = Arc::new(AtomicBool::new(false));
         let input_errors: Arc<Mutex<Option<PlannerError>>> = Arc::default();
+        let controls: Vec<Arc<IngressControl>> =
+            inputs.iter().map(|_| Arc::new(IngressControl::default())).collect();
+        let mut by_source = vec![None; self.shared.pipeline.sources.len()];
+        for (i, control) in inputs.iter().zip(&controls) {
+            let watermark = watermarks.get(i.source.index()).copied().flatten();
+            let start = ReplayPoint { position: i.reader.position(), watermark };
+            if watermark.is_some() {
+                // A resumed source goes on from its checkpoint's watermark.
+                control.release(Some(start.clone()));
+            }
+            if let Some(slot) = by_source.get_mut(i.source.index()) {
+                *slot = Some(start);
+            }
+        }
+        self.start_positions = by_source.clone();
+        self.shared.dispatch.set_positions(by_source);
+        *lock(&self.shared.ingress) =
+            inputs.iter().map(|i| i.source.index()).zip(controls.iter().cloned()).collect();
         let ingress: Vec<_> = inputs
             .into_iter()
-            .map(|input| {
-                spawn_ingress(
-                    self.shared.clone(),
+            .zip(&controls)
+            .map(|(input, control)| {
+                spawn_ingress(IngressThread {
+                    shared: self.shared.clone(),
                     input,
-                    queue_tx.clone(),
-                    stop.clone(),
-                    self.inputs.clone(),
+                    queue: queue_tx.clone(),
+                    stop: stop.clone(),
+                    counters: self.inputs.clone(),
                     started,
-                    input_errors.clone(),
-                )
+                    errors: input_errors.clone(),
+                    control: control.clone(),
+                })
             })
             .collect();
         drop(queue_tx);
+        self.queue = Some(queue_rx.clone());
         let queue_probe = queue_rx.clone();
         let dispatcher = spawn_dispatcher(self.shared.clone(), queue_rx);
         let interval = Duration::from_millis(self.shared.config.settings.interval_ms.max(10));
@@ -258,6 +327,12 @@ impl Planner {
         let mut last_records = 0;
         let mut last_completed = 0;
         let mut stall = StallWatch::default();
+        let (halt_stop, halt_shared) = (stop.clone(), self.shared.clone());
+        let halt = |e: PlannerError| {
+            halt_stop.store(true, Ordering::Release);
+            halt_shared.chains_done.notify_all();
+            Err(e)
+        };
         // When the run reached its duration: it drops what is queued and waits for the chains
         // in flight for at most the drain grace.
         let mut stopped_at: Option<Instant> = None;
@@ -275,7 +350,9 @@ impl Planner {
                     &mut last_completed,
                 );
                 progress(&p);
-                control(self, &p)?;
+                if let Err(e) = hooks.interval(self, &p) {
+                    hooks.failed(self, e).or_else(&halt)?;
+                }
                 // Ticks missed during a long step (a migration) are skipped, not caught up.
                 next_tick = Instant::now() + interval;
             }
@@ -290,15 +367,31 @@ impl Planner {
                 self.shared.chains_done.notify_all();
                 stopped_at = Some(Instant::now());
             }
-            let inputs_done = ingress.iter().all(|h| h.is_finished());
+            let inputs_done =
+                ingress.iter().zip(&controls).all(|(h, c)| c.ended() || h.is_finished());
+            let gate = &self.shared.dispatch;
+            let taken =
+                gate.dispatched.load(Ordering::Acquire) + gate.discarded.load(Ordering::Acquire);
+            let all_taken = queue_probe.is_empty()
+                && (taken >= self.inputs.requests.load(Ordering::Acquire)
+                    || dispatcher.is_finished());
             let (in_flight, completed) = {
                 let c = lock(&self.shared.chains);
                 (c.in_flight(), c.completed)
             };
-            let drained = inputs_done && dispatcher.is_finished();
+            let drained = inputs_done && all_taken;
+            if drained {
+                let last = lock(&self.shared.chains).next_id().checked_sub(1);
+                lock(&self.shared.clock).inputs_ended(last);
+            }
             self.shared.poll_clock();
             if drained && in_flight == 0 && lock(&self.shared.clock).finished() {
-                break;
+                match hooks.drained(self) {
+                    Ok(true) => break,
+                    Ok(false) => continue,
+                    Err(e) => hooks.failed(self, e).or_else(&halt)?,
+                }
+                continue;
             }
             let grace = self.shared.config.drain_grace;
             if drained && stopped_at.is_some_and(|t| t.elapsed() >= grace) {
@@ -313,18 +406,19 @@ impl Planner {
             match self.events.recv_timeout(wait) {
                 Ok(e) => {
                     if let Err(err) = self.handle_event(e) {
-                        stop.store(true, Ordering::Release);
-                        self.shared.chains_done.notify_all();
-                        return Err(err);
+                        hooks.failed(self, err).or_else(&halt)?;
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => unreachable!("the planner holds a sender"),
             }
         }
+        stop.store(true, Ordering::Release);
         for h in ingress {
             let _ = h.join();
         }
+        self.queue = None;
+        lock(&self.shared.ingress).clear();
         let _ = dispatcher.join();
         self.final_reports()?;
         // Every chain completed, so every sink record has arrived (workers send a chain's

@@ -5,14 +5,17 @@ use super::{Planner, PlannerError, Shared};
 use crate::metrics::WorkerReport;
 use crate::migration::MigrationDone;
 use crate::net::{self, Link};
-use crate::wire::{self, Limits, MAX_WORKERS, Message, PLANNER_IDENTITY, Role, Welcome};
+use crate::wire::{
+    self, CheckpointWritten, Limits, MAX_WORKERS, Message, PLANNER_IDENTITY, Restored, Role,
+    Welcome,
+};
 use clasp_core::sync::{lock, read};
 use clasp_core::{Batch, OperatorId, WorkerId};
 use clasp_wire::Conn;
 use crossbeam_channel::RecvTimeoutError;
 use std::net::TcpListener;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// What receiver threads tell the planner's control loop.
@@ -30,8 +33,23 @@ pub enum Event {
     StateLines(WorkerId, OperatorId, Vec<u8>),
     /// A worker's state dump is complete.
     StateDone(WorkerId),
-    /// A worker disconnected.
+    /// A worker disconnected, or stopped sending heartbeats.
     Lost(WorkerId, String),
+    /// A checkpoint or recovery message from a worker.
+    Fault(FaultEvent),
+}
+
+/// What workers answer to checkpoints and recoveries.
+#[derive(Debug)]
+pub enum FaultEvent {
+    /// Marked its groups for a checkpoint.
+    Marked(WorkerId, u64),
+    /// Wrote its groups of a checkpoint.
+    Written(Box<CheckpointWritten>),
+    /// Rolled back (recovery number).
+    RolledBack(WorkerId, u64),
+    /// Restored its groups.
+    Restored(Restored),
 }
 
 /// A registered worker: its link, what it announced, and the peers it reported.
@@ -44,6 +62,13 @@ pub(super) struct WorkerSlot {
     pub(super) left: bool,
     /// Distinguishes a worker from an earlier one with the same id (scale in, then out).
     pub(super) generation: u64,
+    /// When anything last arrived from it (ns since the Unix epoch).
+    pub(super) heard: Arc<AtomicU64>,
+    /// While set, its sink records are dropped: they were sent before a rollback it has not
+    /// confirmed yet.
+    pub(super) muted: Arc<AtomicBool>,
+    /// Reported lost (once).
+    pub(super) lost: bool,
 }
 
 impl Planner {
@@ -121,6 +146,36 @@ impl Planner {
     }
 }
 
+/// Reports a worker lost when nothing arrived from it for `timeout` (workers send heartbeats
+/// a few times a second, so a stopped process is noticed although its connection stays open).
+pub(super) fn spawn_heartbeat_watch(shared: Arc<Shared>, timeout: Duration) {
+    std::thread::Builder::new()
+        .name("planner-heartbeats".into())
+        .spawn(move || {
+            let step = (timeout / 10).max(Duration::from_millis(10));
+            while !shared.stopping.load(Ordering::Acquire) {
+                std::thread::sleep(step);
+                let now = crate::worker::executor::now_ns();
+                let mut lost = Vec::new();
+                for (i, s) in lock(&shared.workers).iter_mut().enumerate() {
+                    let Some(s) = s.as_mut().filter(|s| !s.left && !s.lost) else { continue };
+                    let silent =
+                        Duration::from_nanos(now.saturating_sub(s.heard.load(Ordering::Relaxed)));
+                    if silent >= timeout {
+                        s.lost = true;
+                        lost.push((WorkerId::from(i), silent));
+                    }
+                }
+                for (w, silent) in lost {
+                    let why = format!("no heartbeat for {:.1} s", silent.as_secs_f64());
+                    let _ = shared.events.send(Event::Lost(w, why));
+                    shared.chains_done.notify_all();
+                }
+            }
+        })
+        .expect("spawn heartbeat watch");
+}
+
 /// Accepts worker connections; each handshake runs on its own thread.
 pub(super) fn spawn_acceptor(shared: Arc<Shared>, listener: TcpListener) {
     let stopping = shared.clone();
@@ -147,6 +202,8 @@ pub(super) fn spawn_acceptor(shared: Arc<Shared>, listener: TcpListener) {
 fn register(shared: &Arc<Shared>, accepted: net::Accepted) {
     let net::Accepted { conn: stream, hello, reader } = accepted;
     let (link, rx) = Link::pending();
+    let heard = Arc::new(AtomicU64::new(crate::worker::executor::now_ns()));
+    let muted = Arc::new(AtomicBool::new(false));
     let (id, peers, generation) = {
         let mut ws = lock(&shared.workers);
         let free = |i: usize| ws.get(i).is_none_or(|s| s.as_ref().is_none_or(|s| s.left));
@@ -185,6 +242,9 @@ fn register(shared: &Arc<Shared>, accepted: net::Accepted) {
             peers: Vec::new(),
             left: false,
             generation,
+            heard: heard.clone(),
+            muted: muted.clone(),
+            lost: false,
         });
         let id = WorkerId::from(id);
         // Queued before the lock is released: once the slot is visible, other threads send to
@@ -211,7 +271,7 @@ fn register(shared: &Arc<Shared>, accepted: net::Accepted) {
     for (w, _) in &peers {
         shared.send(*w, Message::PeerJoined { worker: id, addr: hello.listen.clone() });
     }
-    spawn_worker_receiver(shared.clone(), id, generation, stream, reader);
+    spawn_worker_receiver(shared.clone(), id, generation, stream, reader, (heard, muted));
     let _ = shared.events.send(Event::Joined(id));
     if peers.is_empty() {
         let _ = shared.events.send(Event::Mesh(id, Vec::new()));
@@ -234,6 +294,7 @@ fn spawn_worker_receiver(
     generation: u64,
     stream: Conn,
     reader: wire::FrameReader,
+    (heard, muted): (Arc<AtomicU64>, Arc<AtomicBool>),
 ) {
     let closing = shared.clone();
     // Reports and migration completions on this connection must be worker `id`'s own.
@@ -247,13 +308,21 @@ fn spawn_worker_receiver(
         limits,
         move || read(&routing.routing).epoch,
         move |batch| {
+            heard.store(crate::worker::executor::now_ns(), Ordering::Relaxed);
             for m in batch.drain(..) {
                 match m {
                     Message::Credits(c) => shared.settle(&c),
                     Message::Sink { sink, batch } => {
+                        // Checked under the sink's lock: a recovery mutes, then drops the
+                        // output's epoch under it.
+                        let mut out = lock(&shared.sink);
+                        if muted.load(Ordering::Acquire) {
+                            continue;
+                        }
                         shared.sink_records.fetch_add(batch.len() as u64, Ordering::Relaxed);
                         let name = &shared.pipeline.sinks[sink.index()].name;
-                        if let Err(e) = lock(&shared.sink).write(name, &batch) {
+                        if let Err(e) = out.write(name, &batch) {
+                            drop(out);
                             shared.output_failed(e);
                         }
                     }
@@ -273,6 +342,20 @@ fn spawn_worker_receiver(
                         let _ = shared.events.send(Event::StateDone(id));
                     }
                     Message::Shutdown => return false,
+                    Message::Heartbeat => {}
+                    Message::CheckpointMarked(n) => {
+                        let _ = shared.events.send(Event::Fault(FaultEvent::Marked(id, n)));
+                    }
+                    Message::CheckpointWritten(w) => {
+                        let _ = shared.events.send(Event::Fault(FaultEvent::Written(w)));
+                    }
+                    Message::RolledBack(n) => {
+                        muted.store(false, Ordering::Release);
+                        let _ = shared.events.send(Event::Fault(FaultEvent::RolledBack(id, n)));
+                    }
+                    Message::Restored(r) => {
+                        let _ = shared.events.send(Event::Fault(FaultEvent::Restored(r)));
+                    }
                     other => {
                         tracing::warn!("planner: unexpected {} from worker {id}", other.name())
                     }
@@ -281,10 +364,16 @@ fn spawn_worker_receiver(
             true
         },
         move |why| {
-            let left = lock(&closing.workers)
-                .get(id.index())
-                .and_then(Option::as_ref)
-                .is_none_or(|s| s.left || s.generation != generation);
+            let left = {
+                let mut ws = lock(&closing.workers);
+                match ws.get_mut(id.index()).and_then(Option::as_mut) {
+                    Some(s) if !s.left && s.generation == generation && !s.lost => {
+                        s.lost = true;
+                        false
+                    }
+                    _ => true,
+                }
+            };
             if closing.stopping.load(Ordering::Acquire) || left {
                 return;
             }

@@ -19,6 +19,7 @@ mod config;
 mod control;
 mod dispatch;
 mod error;
+mod fault;
 mod ingress;
 mod membership;
 mod sinks;
@@ -28,10 +29,11 @@ pub mod stats;
 mod totals;
 
 pub use config::{PlannerConfig, timers_of};
-pub use control::Progress;
+pub use control::{Progress, RunHooks};
 pub use error::PlannerError;
-pub use ingress::{Input, InputCounters};
-pub use membership::Event;
+pub use fault::{CheckpointBoundary, RecoveryWaitError};
+pub use ingress::{Input, InputCounters, ReplayPoint};
+pub use membership::{Event, FaultEvent};
 pub use sinks::{DiscardSink, JsonLinesSink, SinkOutput};
 pub use totals::{Totals, WorkerInfo};
 
@@ -44,7 +46,9 @@ use clasp_core::sync::{lock, read};
 use clasp_core::{Pipeline, WorkerId};
 use clock::{Clock, Firing};
 use crossbeam_channel::{Receiver, Sender};
-use membership::{WorkerSlot, spawn_acceptor};
+use dispatch::DispatchGate;
+use ingress::IngressControl;
+use membership::{WorkerSlot, spawn_acceptor, spawn_heartbeat_watch};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
@@ -64,6 +68,9 @@ struct Shared {
     sink_records: AtomicU64,
     sink_error: Mutex<Option<std::io::Error>>,
     stopping: AtomicBool,
+    dispatch: DispatchGate,
+    /// Each input's source index and the control of its thread.
+    ingress: Mutex<Vec<(usize, Arc<IngressControl>)>>,
     /// Bytes of records in the incoming queue.
     queued_bytes: AtomicU64,
     /// Set when the run reached its duration: queued requests are dropped, not dispatched.
@@ -100,7 +107,10 @@ impl Shared {
     fn settle(&self, returns: &[wire::CreditReturn]) {
         let mut chains = lock(&self.chains);
         if chains.settle(returns, now_ns()) > 0 {
-            let firing = lock(&self.clock).poll(&mut chains, now_ns());
+            let firing = {
+                let mut clock = lock(&self.clock);
+                if clock.quiet() { None } else { clock.poll(&mut chains, now_ns()) }
+            };
             drop(chains);
             self.chains_done.notify_all();
             if let Some(f) = firing {
@@ -111,6 +121,9 @@ impl Shared {
 
     /// Starts firings that are due (after a dispatch, a tick or a migration).
     fn poll_clock(&self) {
+        if lock(&self.clock).quiet() {
+            return;
+        }
         let firing = {
             let mut chains = lock(&self.chains);
             let mut clock = lock(&self.clock);
@@ -139,7 +152,7 @@ impl Shared {
         for (w, credit) in hosts.into_iter().zip(shares) {
             let mut req = Request::new(f.op, 0, f.chain, routing.epoch, clasp_core::Batch::new());
             req.credit = credit;
-            req.fire = Some(f.fire);
+            req.time = wire::ChainTime::Fire(f.fire);
             self.send(w, Message::Request(req));
         }
     }
@@ -158,7 +171,23 @@ pub struct Planner {
     origin_ns: u64,
     inputs: Arc<InputCounters>,
     report_seq: u64,
+    /// Checkpoint and recovery answers not yet waited for.
+    fault_inbox: Vec<FaultEvent>,
+    /// The run's queue, while a run is on (a recovery empties it).
+    queue: Option<Receiver<ingress::Queued>>,
+    /// Each source's position when the run started (where a recovery without a checkpoint
+    /// rewinds it to).
+    start_positions: Vec<Option<ReplayPoint>>,
+    /// The sources' watermarks where a resumed job's next run starts (see
+    /// [`Planner::resume_watermarks`]).
+    resumed_watermarks: Vec<Option<u64>>,
+    /// Called once a migration's orders went out, with the running workers and their
+    /// process ids (fault injection).
+    migration_hook: Option<MigrationHook>,
 }
+
+/// See [`Planner::set_migration_hook`].
+pub type MigrationHook = Box<dyn FnMut(&[(WorkerId, u32)]) + Send>;
 
 impl std::fmt::Debug for Planner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -204,11 +233,16 @@ impl Planner {
             sink_records: AtomicU64::new(0),
             sink_error: Mutex::new(None),
             stopping: AtomicBool::new(false),
+            dispatch: DispatchGate::default(),
+            ingress: Mutex::new(Vec::new()),
             queued_bytes: AtomicU64::new(0),
             discarding: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
         });
         spawn_acceptor(shared.clone(), listener);
+        if let Some(timeout) = shared.config.heartbeat_timeout {
+            spawn_heartbeat_watch(shared.clone(), timeout);
+        }
         Ok(Self {
             shared,
             events,
@@ -219,6 +253,11 @@ impl Planner {
             origin_ns,
             inputs: Arc::default(),
             report_seq: 0,
+            fault_inbox: Vec::new(),
+            queue: None,
+            start_positions: Vec::new(),
+            resumed_watermarks: Vec::new(),
+            migration_hook: None,
         })
     }
 
@@ -240,5 +279,21 @@ impl Planner {
     /// The routing in force.
     pub fn routing(&self) -> Arc<Routing> {
         self.shared.routing()
+    }
+
+    /// The next run's sources start with these watermarks (by source): those of the checkpoint
+    /// a job resumes from, whose positions the inputs were sent to.
+    pub fn resume_watermarks(&mut self, watermarks: Vec<Option<u64>>) {
+        self.resumed_watermarks = watermarks;
+    }
+
+    /// Calls `hook` every time a migration's orders went out (to cause a failure during it).
+    pub fn set_migration_hook(&mut self, hook: MigrationHook) {
+        self.migration_hook = Some(hook);
+    }
+
+    /// The connected workers and their process ids.
+    pub fn worker_pids(&self) -> Vec<(WorkerId, u32)> {
+        self.workers().into_iter().filter_map(|w| Some((w, self.worker_pid(w)?))).collect()
     }
 }

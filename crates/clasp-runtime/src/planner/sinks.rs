@@ -1,5 +1,6 @@
 //! Where the records reaching the pipeline's sinks go.
 
+use crate::fault::output::OutputMark;
 use clasp_core::Batch;
 use std::io::Write;
 
@@ -10,6 +11,23 @@ pub trait SinkOutput: Send {
 
     /// Writes out anything buffered; called when a run ends.
     fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    /// Closes the records written since the last checkpoint as those of checkpoint
+    /// `checkpoint` (its boundary): a transactional sink keeps them invisible until
+    /// [`SinkOutput::publish`]. Returns what the checkpoint's manifest records of it.
+    fn seal(&mut self, _checkpoint: u64) -> std::io::Result<Option<OutputMark>> {
+        Ok(None)
+    }
+
+    /// Checkpoint `checkpoint` committed: its records become visible.
+    fn publish(&mut self, _checkpoint: u64) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    /// A recovery: drops every record not published (they will be produced again).
+    fn discard(&mut self) -> std::io::Result<()> {
         Ok(())
     }
 }

@@ -130,6 +130,18 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
         })
         .collect();
     let monitor = monitor::spawn(shared.clone());
+    let heartbeat = {
+        let shared = shared.clone();
+        std::thread::Builder::new()
+            .name(format!("w{}-heartbeat", shared.me))
+            .spawn(move || {
+                while !shared.stopping.load(Ordering::Acquire) {
+                    std::thread::sleep(super::HEARTBEAT);
+                    shared.planner.send(Message::Heartbeat);
+                }
+            })
+            .expect("spawn heartbeat")
+    };
     let result = control_loop(&shared, &control_rx, &control_tx);
     shared.stopping.store(true, Ordering::Release);
     shared.sched.shutdown();
@@ -137,6 +149,7 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
         let _ = e.join();
     }
     let _ = monitor.join();
+    let _ = heartbeat.join();
     for op in &shared.ops {
         op.close();
     }
@@ -197,6 +210,9 @@ fn build_shared(
         stopping: AtomicBool::new(false),
         report_now: AtomicU64::new(0),
         fanout_reached: (0..MAX_WORKERS / 64).map(|_| AtomicU64::new(0)).collect(),
+        generation: RwLock::new(0),
+        floor: AtomicU64::new(0),
+        store: Mutex::new(None),
         settings: w.settings,
         security: opts.security.clone(),
         ops,

@@ -3,6 +3,7 @@
 
 use super::WorkerShared;
 use super::bootstrap::WorkerError;
+use super::checkpoint;
 use super::mesh::{connect_peer, connected_peers};
 use super::migrate::migrate;
 use crate::migration::MigrationData;
@@ -57,8 +58,14 @@ pub(super) fn control_loop(
                 shared.admit(held, &mut rng);
             }
             Control::Planner(Message::Migrate(order)) => {
-                migrate(shared, *order, rx, &mut early, &mut rng)
+                migrate(shared, *order, rx, tx, &mut early, &mut rng)
             }
+            Control::Planner(Message::Checkpoint(order)) => checkpoint::checkpoint(shared, order),
+            Control::Planner(Message::Rollback(generation)) => {
+                early.clear();
+                checkpoint::roll_back(shared, generation)
+            }
+            Control::Planner(Message::Restore(order)) => checkpoint::restore(shared, *order),
             Control::Planner(Message::PeerJoined { worker, addr }) => {
                 shared.ensure_link(worker);
                 if worker < shared.me {

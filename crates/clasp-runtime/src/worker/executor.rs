@@ -99,6 +99,8 @@ pub struct Outbox {
     credits: Vec<CreditReturn>,
     /// When the executor first saw its oldest buffered credit (see [`CREDIT_DEADLINE`]).
     oldest_credit: Option<Instant>,
+    /// The worker's recovery generation when the buffered outputs were produced.
+    generation: u64,
 }
 
 impl std::fmt::Debug for Outbox {
@@ -148,6 +150,7 @@ impl Outbox {
             sink_records: 0,
             credits: Vec::new(),
             oldest_credit: None,
+            generation: 0,
         }
     }
 
@@ -157,7 +160,24 @@ impl Outbox {
         }
     }
 
+    /// Drops what was buffered before a rollback the worker went through since.
+    fn discard_if_rolled_back(&mut self, now: u64) {
+        if now != self.generation {
+            self.generation = now;
+            for b in &mut self.sinks {
+                b.clear();
+            }
+            self.sink_records = 0;
+            self.credits.clear();
+            self.oldest_credit = None;
+            self.remote.iter_mut().for_each(Vec::clear);
+            self.oldest_remote = None;
+        }
+    }
+
     fn begin(&mut self, op: OperatorId, chain: u64, watermark: Option<u64>) {
+        let generation = *clasp_core::sync::read(&self.shared.generation);
+        self.discard_if_rolled_back(generation);
         self.op = op;
         self.chain = chain;
         self.watermark = watermark;
@@ -217,7 +237,7 @@ impl Outbox {
         let batch = std::mem::replace(&mut self.ports[port].by_worker[w.index()], spare);
         self.ports[port].drawn = None;
         let mut req = Request::new(op, in_port, self.chain, self.routing.epoch, batch);
-        req.watermark = self.watermark;
+        req.time = crate::wire::ChainTime::entered(self.watermark);
         self.children.push((w, stream, req));
     }
 
@@ -309,6 +329,8 @@ impl Outbox {
 
     /// Sends every buffered remote request.
     pub fn flush_remote(&mut self) {
+        let generation = *clasp_core::sync::read(&self.shared.generation);
+        self.discard_if_rolled_back(generation);
         self.oldest_remote = None;
         for (w, reqs) in self.remote.iter_mut().enumerate() {
             if !reqs.is_empty() {
@@ -361,6 +383,10 @@ impl Outbox {
     /// Sends buffered sink records, then buffered credit (in that order, on one connection, so
     /// a chain is never complete at the planner before its outputs arrived).
     pub fn flush_planner(&mut self) {
+        let shared = self.shared.clone();
+        // Held while sending: a rollback waits, so nothing buffered before it is sent after.
+        let generation = clasp_core::sync::read(&shared.generation);
+        self.discard_if_rolled_back(*generation);
         self.oldest_credit = None;
         if self.sink_records > 0 {
             for (i, b) in self.sinks.iter_mut().enumerate() {
@@ -461,6 +487,11 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
                 return;
             }
         };
+        if req.epoch < shared.floor.load(Ordering::Acquire) {
+            // Queued by an execution that ended as a rollback began.
+            finished = Some(req.op);
+            continue;
+        }
         out.refresh_routing();
         let op = req.op;
         let since_timed = &mut untimed[op.index()];
@@ -472,15 +503,15 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
         }
         out.flush_remote_before(&counters.ops[op.index()]);
         let started = clock;
-        out.begin(op, req.chain, req.watermark);
+        out.begin(op, req.chain, req.time.watermark());
         let operator = &shared.ops[op.index()];
         let store = shared.stores[op.index()].as_ref();
-        let exec = match req.fire {
+        let exec = match req.time.fire() {
             Some(fire) => operator.fire(fire.domain, fire.until, store, &mut out, &mut rejects),
             None => {
                 let late_until = if operator.timers().event {
                     Frontiers::late_until(
-                        req.watermark,
+                        req.time.watermark(),
                         shared.pipeline.operator(op).allowed_lateness,
                     )
                 } else {

@@ -10,7 +10,7 @@ use crate::wire::Message;
 use clasp_core::rng::SeededRng;
 use clasp_core::state::DetachedGroup;
 use clasp_core::{KeyGroup, OperatorId, WorkerId};
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,6 +29,7 @@ pub(super) fn migrate(
     shared: &Arc<WorkerShared>,
     order: MigrationOrder,
     rx: &Receiver<Control>,
+    tx: &Sender<Control>,
     early: &mut Vec<MigrationData>,
     rng: &mut SeededRng,
 ) {
@@ -95,7 +96,7 @@ pub(super) fn migrate(
             incoming.iter().filter(|x| x.2 == from).map(|&(op, g, _)| (op, g)).collect();
         shared.sched.open_gate(&from_sender, requests);
     };
-    await_peers(shared, order.epoch, &expected, rx, early, &mut done, &mut open);
+    await_peers(shared, order.epoch, &expected, (rx, tx), early, &mut done, &mut open);
     // A sender that never delivered leaves the migration failed; its groups open so nothing
     // waits for them forever.
     shared.sched.open_gate(&gated, Vec::new());
@@ -237,7 +238,7 @@ fn await_peers(
     shared: &Arc<WorkerShared>,
     epoch: u64,
     expected: &[WorkerId],
-    rx: &Receiver<Control>,
+    (rx, tx): (&Receiver<Control>, &Sender<Control>),
     early: &mut Vec<MigrationData>,
     done: &mut MigrationDone,
     arrived: &mut impl FnMut(MigrationData),
@@ -263,6 +264,12 @@ fn await_peers(
             }
             Ok(Control::PeerDown(w, why)) if expected.contains(&w) => {
                 done.error = Some(format!("worker {w} was lost during the migration: {why}"));
+                break;
+            }
+            // A recovery (or the end) overrides the migration: the control loop handles it next.
+            Ok(Control::Planner(m @ (Message::Rollback(_) | Message::Shutdown))) => {
+                done.error = Some(format!("interrupted by {}", m.name()));
+                let _ = tx.send(Control::Planner(m));
                 break;
             }
             Ok(other) => tracing::debug!("worker {}: during migration: {other:?}", shared.me),

@@ -12,6 +12,7 @@
 //! - [`executor`], [`scheduler`], `monitor`: running requests, the queue, the metrics.
 
 mod bootstrap;
+mod checkpoint;
 mod control;
 pub mod executor;
 mod gate;
@@ -43,6 +44,9 @@ use std::sync::{Arc, Mutex, RwLock};
 /// Most workers a cluster may have (sizes the destination bitsets of the metrics); worker ids
 /// received beyond it are refused at decode.
 pub const MAX_WORKERS: usize = crate::wire::MAX_WORKERS as usize;
+
+/// How often a worker tells the planner it is alive.
+pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// State every thread of a worker shares.
 pub struct WorkerShared {
@@ -82,6 +86,13 @@ pub struct WorkerShared {
     /// Remote workers reached in the current second (emulated fan-out cost is charged once
     /// per destination per second); cleared by the monitor every second.
     pub fanout_reached: Box<[AtomicU64]>,
+    /// The last recovery this worker rolled back for: executors discard outputs they
+    /// buffered under an earlier one (held while they send, so none is sent after a rollback).
+    pub generation: RwLock<u64>,
+    /// Requests of epochs below this are dropped (they are from before a rollback).
+    pub floor: AtomicU64,
+    /// The checkpoint store, once opened (its location and itself).
+    store: Mutex<Option<(String, Arc<dyn crate::fault::store::CheckpointStore>)>>,
 }
 
 impl std::fmt::Debug for WorkerShared {
@@ -128,8 +139,13 @@ impl WorkerShared {
             let routing = read(&self.routing);
             let mut local = Vec::with_capacity(reqs.len());
             let mut ahead = Vec::new();
+            let floor = self.floor.load(Ordering::Acquire);
             for r in reqs {
-                if r.fire.is_some() {
+                if r.epoch < floor {
+                    // From before a rollback.
+                    continue;
+                }
+                if r.time.fire().is_some() {
                     // Timers fire where the planner sent them, on the groups held there (no
                     // firing is sent while a migration runs).
                     local.push(r);

@@ -392,6 +392,13 @@ impl Scheduler {
         g.queues.iter_mut().map(std::mem::take).collect()
     }
 
+    /// Opens every gate and drops the records waiting behind it (a rollback).
+    pub fn reset_gate(&self) {
+        let mut g = self.lock();
+        g.gate = Gate::default();
+        self.gated.store(false, Ordering::SeqCst);
+    }
+
     /// Sets new instance limits and resumes.
     pub fn resume(&self, limits: Vec<u32>) {
         let g = self.lock();

@@ -8,8 +8,8 @@
 //! `Migrate`, `Welcome`) are the planner's to choose and are not bounded.
 
 use super::{
-    EPOCH_LOOKAHEAD, Hello, MAX_KEY_GROUPS, MAX_WORKERS, Message, MigrationData, MigrationDone,
-    MigrationOrder, Request, RoutingPlan, Welcome,
+    CheckpointWritten, EPOCH_LOOKAHEAD, Hello, MAX_KEY_GROUPS, MAX_WORKERS, Message, MigrationData,
+    MigrationDone, MigrationOrder, Request, RestoreOrder, Restored, RoutingPlan, Welcome,
 };
 use crate::bounds::{BoundsError, Validate, check_epoch, check_id, check_len, check_sender};
 use clasp_core::placement::WorkerMigration;
@@ -190,7 +190,7 @@ impl Validate<Limits> for Request {
             });
         };
         check_id("Request.port", u64::from(self.port), u64::from(ports))?;
-        if self.fire.is_some() {
+        if self.time.fire().is_some() {
             check_len("Request.batch (firing timers)", self.batch.len(), 0)?;
         }
         l.epoch("Request.epoch", self.epoch)
@@ -262,6 +262,36 @@ impl Validate<Limits> for WorkerReport {
     }
 }
 
+impl Validate<Limits> for CheckpointWritten {
+    fn validate(&self, l: &Limits) -> Result<(), BoundsError> {
+        l.worker("CheckpointWritten.worker", self.worker)?;
+        let Some(blob) = &self.blob else { return Ok(()) };
+        l.worker("CheckpointWritten.blob.worker", blob.worker)?;
+        for g in &blob.groups {
+            l.operator("CheckpointWritten.blob.groups[].op", g.op)?;
+            l.key_group("CheckpointWritten.blob.groups[].group", g.group.0)?;
+        }
+        Ok(())
+    }
+}
+
+impl Validate<Limits> for RestoreOrder {
+    fn validate(&self, l: &Limits) -> Result<(), BoundsError> {
+        l.routing(&self.routing)?;
+        for g in &self.groups {
+            l.operator("RestoreOrder.groups[].op", g.op)?;
+            l.key_group("RestoreOrder.groups[].group", g.group.0)?;
+        }
+        Ok(())
+    }
+}
+
+impl Validate<Limits> for Restored {
+    fn validate(&self, l: &Limits) -> Result<(), BoundsError> {
+        l.worker("Restored.worker", self.worker)
+    }
+}
+
 impl Validate<Limits> for Message {
     fn validate(&self, l: &Limits) -> Result<(), BoundsError> {
         match self {
@@ -272,7 +302,15 @@ impl Validate<Limits> for Message {
             | Self::ReportNow(_)
             | Self::DumpState
             | Self::StateDone
-            | Self::Shutdown => Ok(()),
+            | Self::Shutdown
+            | Self::Heartbeat
+            | Self::Checkpoint(_)
+            | Self::CheckpointMarked(_)
+            | Self::Rollback(_)
+            | Self::RolledBack(_) => Ok(()),
+            Self::CheckpointWritten(w) => w.validate(l),
+            Self::Restore(r) => r.validate(l),
+            Self::Restored(r) => r.validate(l),
             Self::Sink { sink, .. } => check_id("Sink.sink", u64::from(sink.0), u64::from(l.sinks)),
             Self::Hello(h) => h.validate(l),
             Self::Welcome(w) => w.validate(l),

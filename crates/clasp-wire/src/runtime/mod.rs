@@ -6,14 +6,18 @@
 //! the identity it proved, and the frames that follow carry [`Message`]s. Receivers check every decoded
 //! message against their [`Limits`] before using its ids.
 
+mod checkpoint;
 mod limits;
 mod migration;
 mod request;
 mod routing;
 
+pub use checkpoint::{
+    BlobIndex, CheckpointOrder, CheckpointWritten, GroupIndex, RestoreGroup, RestoreOrder, Restored,
+};
 pub use limits::Limits;
 pub use migration::{MigrationData, MigrationDone, MigrationOrder, StateGroup};
-pub use request::{Fire, Request};
+pub use request::{ChainTime, Fire, Request};
 pub use routing::RoutingPlan;
 
 use crate::frame::Protocol;
@@ -25,7 +29,7 @@ use serde::{Deserialize, Serialize};
 pub const PROTOCOL: Protocol = Protocol {
     name: "clasp",
     magic: *b"CLASP\x00\r\n",
-    version: 4,
+    version: 5,
     on_mismatch: "connection refused",
 };
 
@@ -261,6 +265,22 @@ pub enum Message {
     StateDone,
     /// Planner → worker: stop.
     Shutdown,
+    /// Worker → planner: alive (sent a few times a second, so a stopped worker is noticed).
+    Heartbeat,
+    /// Planner → workers: mark and write your key groups for a checkpoint.
+    Checkpoint(CheckpointOrder),
+    /// Worker → planner: the groups of this checkpoint are marked; it may resume.
+    CheckpointMarked(u64),
+    /// Worker → planner: the groups of a checkpoint are written.
+    CheckpointWritten(Box<CheckpointWritten>),
+    /// Planner → workers: drop queue, in-flight work and state (recovery number).
+    Rollback(u64),
+    /// Worker → planner: rolled back; nothing sent before the rollback follows this.
+    RolledBack(u64),
+    /// Planner → worker: take a routing and restore key groups from a checkpoint.
+    Restore(Box<RestoreOrder>),
+    /// Worker → planner: restored.
+    Restored(Restored),
 }
 
 impl Message {
@@ -287,6 +307,14 @@ impl Message {
             Self::StateLines { .. } => "StateLines",
             Self::StateDone => "StateDone",
             Self::Shutdown => "Shutdown",
+            Self::Heartbeat => "Heartbeat",
+            Self::Checkpoint(_) => "Checkpoint",
+            Self::CheckpointMarked(_) => "CheckpointMarked",
+            Self::CheckpointWritten(_) => "CheckpointWritten",
+            Self::Rollback(_) => "Rollback",
+            Self::RolledBack(_) => "RolledBack",
+            Self::Restore(_) => "Restore",
+            Self::Restored(_) => "Restored",
         }
     }
 }

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The experiment: scaling, state-locality, migration, coefficients, placement,
-    /// worker-count, end-to-end, validate (sim or runtime); dispatch, wc (runtime); edge (the
-    /// edge/cloud cut over emulated WAN links).
+    /// worker-count, end-to-end, validate (sim or runtime); dispatch, wc, recovery (runtime);
+    /// edge (the edge/cloud cut over emulated WAN links).
     pub experiment: String,
     /// Where it runs: runtime (the real runtime on this machine, reduced scale), sim (the
     /// discrete-event simulator, paper scale) or edge. Default: runtime, or edge for `edge`.

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod admin_token;
 pub mod bench;
 pub mod bounds;
 pub mod check;
@@ -7,6 +8,7 @@ pub mod config;
 pub mod cut;
 pub mod duration;
 pub mod edge;
+pub mod fault;
 pub mod r#gen;
 pub mod plan;
 pub mod run;

@@ -4,7 +4,7 @@
 //! open dashboard would. Comparing a run with and without it measures the overhead.
 
 use crate::BenchError;
-use clasp_admin::AdminServer;
+use clasp_admin::{Access, AdminServer};
 use clasp_core::Pipeline;
 use clasp_plan::autoscaler::Mode;
 use clasp_runtime::observe::Observatory;
@@ -100,7 +100,7 @@ impl Watch {
     /// Starts the admin server for a run of `p` and the thread that scrapes it.
     pub fn start(p: &Pipeline) -> Result<Self, BenchError> {
         let observatory = Arc::new(Observatory::new(p, "static", Mode::Act));
-        let server = AdminServer::start("127.0.0.1:0", observatory.clone())?;
+        let server = AdminServer::start("127.0.0.1:0", observatory.clone(), Access::Loopback)?;
         let addr = server.addr();
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();

@@ -111,6 +111,7 @@ fn run_policy(
         duration: pattern.duration().map(std::time::Duration::from_secs_f64),
         initial_rate: 100.0,
         rescales: Vec::new(),
+        fault: Default::default(),
     };
     let pat = pattern.clone();
     let input = Input {

@@ -117,20 +117,21 @@ fn messages_within_the_bounds_decode() {
 
 #[test]
 fn a_timer_firing_with_records_is_refused_and_an_empty_one_decodes() {
-    use crate::runtime::Fire;
+    use crate::runtime::{ChainTime, Fire};
     use clasp_core::time::TimeDomain;
     let l = limits(0);
-    let fire = Some(Fire { domain: TimeDomain::Event, until: 9 });
-    let with_records = Request { fire, ..request(0, 0, 0) };
+    let fire = Fire { domain: TimeDomain::Event, until: 9 };
+    let with_records = Request { time: ChainTime::Fire(fire), ..request(0, 0, 0) };
     assert_eq!(
         refusal(&Message::Request(with_records), &l),
         BoundsError::Length { field: "Request.batch (firing timers)", len: 1, expected: 0 }
     );
-    let empty =
-        Request { fire, watermark: Some(3), ..Request::new(OperatorId(0), 0, 1, 0, Batch::new()) };
-    match decode(&Message::Request(empty), &l).unwrap() {
-        Message::Request(r) => assert_eq!((r.fire, r.watermark), (fire, Some(3))),
-        other => panic!("{}", other.name()),
+    for time in [ChainTime::Fire(fire), ChainTime::Entered(3), ChainTime::Untimed] {
+        let empty = Request { time, ..Request::new(OperatorId(0), 0, 1, 0, Batch::new()) };
+        match decode(&Message::Request(empty), &l).unwrap() {
+            Message::Request(r) => assert_eq!(r.time, time),
+            other => panic!("{}", other.name()),
+        }
     }
 }
 

@@ -139,6 +139,9 @@ pub struct Args {
     /// The cluster secret and TLS (`clasp run` makes a secret for its own cluster).
     #[command(flatten, next_help_heading = "Security")]
     pub security: crate::cmd::security::SecurityArgs,
+    /// Checkpoints and recovery.
+    #[command(flatten, next_help_heading = "Fault tolerance")]
+    pub fault: crate::cmd::fault::FaultArgs,
 }
 
 /// `--scaling`.

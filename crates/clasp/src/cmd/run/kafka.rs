@@ -4,6 +4,7 @@
 use anyhow::Result;
 use clasp_core::registry::EventTimeFn;
 use clasp_core::source::Source;
+use clasp_runtime::fault::FaultTolerance;
 use clasp_runtime::planner::SinkOutput;
 
 /// What marks a Kafka spec in `--input` and `--output`.
@@ -23,10 +24,18 @@ pub fn source(
     Ok(Box::new(clasp_kafka::open_source(spec, options)?))
 }
 
-/// The Kafka sink for the spec after [`PREFIX`].
+/// The Kafka sink for the spec after [`PREFIX`]: exactly-once (produced by checkpoint) when
+/// checkpoints are on.
 #[cfg(feature = "kafka")]
-pub fn sink(spec: &str) -> Result<Box<dyn SinkOutput>> {
-    Ok(Box::new(clasp_kafka::open_sink(spec)?))
+pub fn sink(spec: &str, fault: &FaultTolerance) -> Result<Box<dyn SinkOutput>> {
+    use anyhow::Context;
+    if fault.checkpoint.is_none() {
+        return Ok(Box::new(clasp_kafka::open_sink(spec)?));
+    }
+    let store = clasp_runtime::fault::store::open(&fault.store)
+        .with_context(|| format!("the checkpoint store {}", fault.store))?;
+    let resume = fault.resume.as_ref().map(|m| m.id);
+    Ok(Box::new(clasp_kafka::open_exactly_once_sink(spec, store, resume)?))
 }
 
 #[cfg(not(feature = "kafka"))]
@@ -45,6 +54,6 @@ pub fn source(
 
 /// Without the feature, a Kafka spec is refused.
 #[cfg(not(feature = "kafka"))]
-pub fn sink(_: &str) -> Result<Box<dyn SinkOutput>> {
+pub fn sink(_: &str, _: &FaultTolerance) -> Result<Box<dyn SinkOutput>> {
     anyhow::bail!(NOT_BUILT)
 }

@@ -8,7 +8,7 @@ use clasp_core::input::{LineReader, LineSource, MemoryLines};
 use clasp_core::operator::Registry;
 use clasp_core::pattern::{PatternSpec, RatePattern};
 use clasp_core::pipeline::{ServiceMode, ServicePer, ServiceTime};
-use clasp_core::source::{FileSource, Source, from_lines};
+use clasp_core::source::{FileSource, Replayable, Source, from_lines};
 use clasp_core::stats::Coefficients;
 use clasp_plan::autoscaler::AutoscalerConfig;
 use clasp_plan::autoscaler::Mode;
@@ -18,9 +18,7 @@ use clasp_plan::{PlanConfig, Policy};
 use clasp_runtime::cluster::Launch;
 use clasp_runtime::job::{self, Job};
 use clasp_runtime::observe::Observatory;
-use clasp_runtime::planner::{
-    DiscardSink, Input, JsonLinesSink, PlannerConfig, Progress, SinkOutput, timers_of,
-};
+use clasp_runtime::planner::{Input, PlannerConfig, Progress, timers_of};
 use clasp_runtime::scaling::ScalingEvent;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -123,6 +121,13 @@ fn open_input(
         };
         let def = clasp_apps::inputs::source(&p.name, Some(name))
             .map_err(|e| anyhow!("--input `{spec}`: {e}"))?;
+        if !preload {
+            // Seeded, so a recovery replays it from any position.
+            let reopen = Box::new(move || Ok(def.generator(count, seed)));
+            let source =
+                Replayable::new(reopen, event_time).with_context(|| format!("--input `{spec}`"))?;
+            return Ok((id, Box::new(source)));
+        }
         def.generator(count, seed)
     } else if let Some((kind, arg)) = what.split_once(':')
         && let Some(open) = registry.source(kind)
@@ -358,6 +363,7 @@ fn job(args: &Args, launch: Launch) -> Result<(Job, Vec<Input>)> {
         duration,
         initial_rate,
         rescales: args.rescale_at.clone(),
+        fault: Default::default(),
     };
     Ok((job, inputs))
 }
@@ -398,14 +404,24 @@ pub fn run_planner(args: &Args) -> Result<()> {
 }
 
 fn execute(args: &Args, launch: Launch) -> Result<()> {
-    let (job, inputs) = job(args, launch)?;
+    let (mut job, inputs) = job(args, launch)?;
+    let replayable = inputs.iter().all(|i| i.reader.rewindable());
+    let prepared = args.fault.prepare(&job.pipeline, args.key_groups, replayable)?;
+    for w in &prepared.warnings {
+        eprintln!("warning: {w}");
+    }
+    if let Some(m) = &prepared.fault.resume {
+        eprintln!(
+            "clasp: resuming from checkpoint {} ({} input requests done, epoch {})",
+            m.id, m.requests, m.epoch
+        );
+    }
+    job.fault = prepared.fault;
     let kafka_output = args.output.as_ref().and_then(|p| p.to_str()?.strip_prefix(kafka::PREFIX));
-    let sink: Box<dyn SinkOutput> = match (&args.output, kafka_output) {
-        (Some(_), Some(spec)) => {
-            kafka::sink(spec).with_context(|| format!("--output `{}{spec}`", kafka::PREFIX))?
-        }
-        (Some(path), None) => Box::new(JsonLinesSink(create(path, "--output")?)),
-        (None, _) => Box::new(DiscardSink),
+    let sink = match kafka_output {
+        Some(spec) => kafka::sink(spec, &job.fault)
+            .with_context(|| format!("--output `{}{spec}`", kafka::PREFIX))?,
+        None => super::fault::output_sink(args.output.as_deref(), &job.fault)?,
     };
     let mut dump = args.state_dump.as_ref().map(|p| create(p, "--state-dump")).transpose()?;
     let name = job.pipeline.name.clone();
@@ -422,16 +438,31 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
     stop_on_signals(&job.planner.interrupt)?;
     let quiet = args.quiet;
     let observatory = Arc::new(Observatory::new(&job.pipeline, policy.name(), job.scaling.mode));
+    let access = match &job.planner.security.secret {
+        Some(secret) => clasp_admin::Access::Token(secret.clone()),
+        None if args.security.insecure => clasp_admin::Access::Insecure,
+        None => clasp_admin::Access::Loopback,
+    };
     let admin = (!args.no_admin)
-        .then(|| clasp_admin::AdminServer::start(&args.admin_address, observatory.clone()))
+        .then(|| clasp_admin::AdminServer::start(&args.admin_address, observatory.clone(), access))
         .transpose()?;
     if let Some(a) = &admin {
         if !a.addr().ip().is_loopback() {
-            tracing::warn!("the admin server listens on {}, beyond this machine", a.addr());
+            tracing::warn!(
+                "the admin server listens on {}, beyond this machine, in plain HTTP{}",
+                a.addr(),
+                if a.token().is_some() { "" } else { " and open to anyone (--insecure)" }
+            );
         }
         eprintln!("clasp: admin server at {} (metrics at {}metrics)", a.url(), a.url());
+        if a.token().is_some() {
+            eprintln!(
+                "clasp: dashboard at {} ; other clients send `Authorization: Bearer <token>` (`clasp admin-token` prints it)",
+                a.dashboard_url()
+            );
+        }
     }
-    let result = job::run_observed(
+    let result = job::run_with_faults(
         job,
         inputs,
         sink,
@@ -442,10 +473,14 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
             }
         },
         |e| eprintln!("{}", event_line(e)),
+        |n| eprintln!("{}", super::fault::note_line(n)),
         Some(&observatory),
     );
     if let Some(a) = admin {
         a.stop()?;
+    }
+    if let Some(dir) = &prepared.temporary {
+        let _ = std::fs::remove_dir_all(dir);
     }
     let out = match result {
         Ok(out) => out,
@@ -479,6 +514,7 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
         write_stats(path, &out.stats)?;
     }
     print!("{}", summary(&name, policy, &out));
+    print!("{}", super::fault::summary_lines(&out));
     if !note.is_empty() {
         println!("note       {}", note.trim_start_matches("; "));
     }

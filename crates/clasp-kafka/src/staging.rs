@@ -1,0 +1,242 @@
+//! The exactly-once Kafka sink: records are produced by checkpoint.
+//!
+//! The records of an epoch are staged in memory. A checkpoint's boundary seals them into a
+//! [`Segment`] with each partition's end offset, and puts the segment into the checkpoint
+//! store (named after the checkpoint, so it is part of it: written before the manifest, pruned
+//! with it). Once the checkpoint's manifest is written, the segment's records are produced,
+//! each carrying headers `clasp-checkpoint` (the checkpoint's id) and `clasp-seq` (its index
+//! in the segment), and the segment is deleted from the store. A recovery drops what is staged
+//! and sealed but not committed: the replay produces those records again.
+//!
+//! The one window is a planner that dies after the manifest is written and before the
+//! produce is acknowledged: some of the committed checkpoint's records may be in the topic.
+//! A job resumed from that checkpoint ([`complete`]) finds its segment still in the store,
+//! reads each partition from the segment's end offsets for records of that checkpoint, and
+//! produces only the sequence numbers missing. So the topic holds every result exactly once,
+//! as long as nothing else writes records with these headers to it and the partitions still
+//! retain the offsets the segment names.
+
+use crate::error::KafkaError;
+use crate::segment::{self, Segment, StagedRecord};
+use crate::sink::{KafkaSink, SINK_HEADER};
+use clasp_runtime::fault::store::CheckpointStore;
+use rskafka::chrono::DateTime;
+use rskafka::record::Record;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+/// The header holding the id of the checkpoint a record was committed with (decimal).
+pub const CHECKPOINT_HEADER: &str = "clasp-checkpoint";
+
+/// The header holding a record's index in its checkpoint's segment (decimal).
+pub const SEQ_HEADER: &str = "clasp-seq";
+
+/// The staged and sealed records of an exactly-once sink.
+pub(crate) struct Staging {
+    store: Arc<dyn CheckpointStore>,
+    /// The records since the last boundary, and the sink names they refer to.
+    pending: Vec<StagedRecord>,
+    sinks: Vec<String>,
+    /// Sealed segments not yet produced, oldest first.
+    sealed: Vec<Segment>,
+}
+
+impl Staging {
+    pub(crate) fn new(store: Arc<dyn CheckpointStore>) -> Self {
+        Self { store, pending: Vec::new(), sinks: Vec::new(), sealed: Vec::new() }
+    }
+
+    /// Stages one record for partition index `partition`.
+    pub(crate) fn stage(
+        &mut self,
+        sink: &str,
+        partition: usize,
+        timestamp_ms: i64,
+        key: &[u8],
+        value: &[u8],
+    ) {
+        let sink = match self.sinks.iter().position(|s| s == sink) {
+            Some(i) => i,
+            None => {
+                self.sinks.push(sink.to_owned());
+                self.sinks.len() - 1
+            }
+        };
+        // A topic's partitions and a pipeline's sinks number far below 2^32.
+        self.pending.push(StagedRecord {
+            partition: partition as u32,
+            sink: sink as u32,
+            timestamp_ms,
+            key: (!key.is_empty()).then(|| key.to_vec()),
+            value: value.to_vec(),
+        });
+    }
+
+    /// Seals the staged records as checkpoint `checkpoint`'s and puts them into the store.
+    pub(crate) fn seal(
+        &mut self,
+        checkpoint: u64,
+        ends: Vec<(i32, i64)>,
+    ) -> Result<(), KafkaError> {
+        let segment = Segment {
+            checkpoint,
+            ends,
+            sinks: std::mem::take(&mut self.sinks),
+            records: std::mem::take(&mut self.pending),
+        };
+        let name = segment::name(checkpoint);
+        self.store.put(&name, &segment.encode()).map_err(|source| KafkaError::Store {
+            operation: "writing",
+            name,
+            source,
+        })?;
+        self.sealed.push(segment);
+        Ok(())
+    }
+
+    /// Checkpoint `checkpoint` committed: produces its segment (and any older one) and deletes
+    /// it from the store.
+    pub(crate) fn publish(
+        &mut self,
+        sink: &mut KafkaSink,
+        checkpoint: u64,
+    ) -> Result<(), KafkaError> {
+        while let Some(pos) = self.sealed.iter().position(|s| s.checkpoint <= checkpoint) {
+            let segment = self.sealed.remove(pos);
+            produce_segment(sink, &segment, &HashSet::new())?;
+            let name = segment::name(segment.checkpoint);
+            self.store.delete(&name).map_err(|source| KafkaError::Store {
+                operation: "deleting",
+                name,
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// A recovery: drops every record not committed, and the sealed segments from the store.
+    pub(crate) fn discard(&mut self) -> Result<(), KafkaError> {
+        self.pending.clear();
+        self.sinks.clear();
+        for s in self.sealed.drain(..) {
+            let name = segment::name(s.checkpoint);
+            self.store.delete(&name).map_err(|source| KafkaError::Store {
+                operation: "deleting",
+                name,
+                source,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Produces the records of `segment` whose sequence numbers are not in `skip`.
+fn produce_segment(
+    sink: &mut KafkaSink,
+    segment: &Segment,
+    skip: &HashSet<u64>,
+) -> Result<(), KafkaError> {
+    let checkpoint = segment.checkpoint.to_string().into_bytes();
+    let mut batches: BTreeMap<usize, Vec<Record>> = BTreeMap::new();
+    for (seq, r) in segment.records.iter().enumerate() {
+        let seq = seq as u64;
+        if skip.contains(&seq) {
+            continue;
+        }
+        let (id, _) = segment.ends[r.partition as usize];
+        let Some(index) = sink.partitions.iter().position(|(p, _)| *p == id) else {
+            return Err(KafkaError::ForeignPartition {
+                topic: sink.connection.address.topic.clone(),
+                partition: id,
+            });
+        };
+        let headers = [
+            (SINK_HEADER.to_owned(), segment.sinks[r.sink as usize].as_bytes().to_vec()),
+            (CHECKPOINT_HEADER.to_owned(), checkpoint.clone()),
+            (SEQ_HEADER.to_owned(), seq.to_string().into_bytes()),
+        ]
+        .into();
+        batches.entry(index).or_default().push(Record {
+            key: r.key.clone(),
+            value: Some(r.value.clone()),
+            headers,
+            timestamp: DateTime::from_timestamp_millis(r.timestamp_ms).unwrap_or_default(),
+        });
+    }
+    sink.produce(batches.into_iter().collect())
+}
+
+/// A resumed job starts from committed checkpoint `id`: if its segment is still in the store
+/// (the previous run died before its produce was acknowledged and the segment deleted),
+/// produces the records of it the topic does not have yet.
+pub(crate) fn complete(
+    sink: &mut KafkaSink,
+    store: &dyn CheckpointStore,
+    id: u64,
+) -> Result<(), KafkaError> {
+    let name = segment::name(id);
+    let Some(bytes) = store.get(&name).map_err(|source| KafkaError::Store {
+        operation: "reading",
+        name: name.clone(),
+        source,
+    })?
+    else {
+        return Ok(());
+    };
+    let segment = Segment::decode(&bytes)
+        .map_err(|source| KafkaError::Segment { name: name.clone(), source })?;
+    if segment.checkpoint != id {
+        return Err(KafkaError::Segment {
+            name,
+            source: segment::SegmentError::Inconsistent { why: "it names another checkpoint" },
+        });
+    }
+    let there = produced_of(sink, &segment)?;
+    produce_segment(sink, &segment, &there)?;
+    store.delete(&name).map_err(|source| KafkaError::Store { operation: "deleting", name, source })
+}
+
+/// The sequence numbers of `segment`'s records already in the topic: those of its checkpoint
+/// after each partition's end offset at its boundary.
+fn produced_of(sink: &KafkaSink, segment: &Segment) -> Result<HashSet<u64>, KafkaError> {
+    let checkpoint = segment.checkpoint.to_string().into_bytes();
+    let mut there = HashSet::new();
+    for (id, from) in segment.ends_by_partition() {
+        let Some(index) = sink.partitions.iter().position(|(p, _)| *p == id) else {
+            return Err(KafkaError::ForeignPartition {
+                topic: sink.connection.address.topic.clone(),
+                partition: id,
+            });
+        };
+        let client = sink.partitions[index].1.clone();
+        let failed = |source| KafkaError::Partition {
+            operation: "reading what a checkpoint produced",
+            topic: sink.connection.address.topic.clone(),
+            partition: id,
+            source,
+        };
+        let runtime = &sink.connection.runtime;
+        let (earliest, end) =
+            runtime.block_on(crate::connect::retained_offsets(&client)).map_err(failed)?;
+        let mut next = from.max(earliest);
+        while next < end {
+            let (records, _) = runtime
+                .block_on(crate::source::fetch_holding(&client, next, earliest))
+                .map_err(failed)?;
+            let Some(last) = records.last().map(|r| r.offset) else { break };
+            for r in records.iter().filter(|r| r.offset >= next) {
+                let headers = &r.record.headers;
+                if headers.get(CHECKPOINT_HEADER) == Some(&checkpoint)
+                    && let Some(seq) = headers
+                        .get(SEQ_HEADER)
+                        .and_then(|s| std::str::from_utf8(s).ok())
+                        .and_then(|s| s.parse().ok())
+                {
+                    there.insert(seq);
+                }
+            }
+            next = last + 1;
+        }
+    }
+    Ok(there)
+}

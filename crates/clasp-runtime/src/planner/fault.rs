@@ -1,0 +1,359 @@
+//! The planner's side of checkpoints and recoveries (see [`crate::fault`]): the boundary of a
+//! checkpoint (dispatch paused, in-flight chains drained, the output sealed, every worker's
+//! groups marked, dispatch resumed) and the steps of a recovery (everything in flight dropped,
+//! workers rolled back, state restored, sources rewound).
+
+use super::clock::Clock;
+use super::ingress::ReplayPoint;
+use super::membership::{Event, FaultEvent};
+use super::{Planner, PlannerError};
+use crate::fault::output::OutputMark;
+use crate::routing::{Routing, RoutingPlan};
+use crate::wire::{CheckpointOrder, CheckpointWritten, Message, RestoreOrder, Restored};
+use clasp_core::WorkerId;
+use clasp_core::sync::{lock, write};
+use crossbeam_channel::RecvTimeoutError;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// A checkpoint's boundary, as the planner took it.
+#[derive(Clone, Debug)]
+pub struct CheckpointBoundary {
+    /// The checkpoint.
+    pub id: u64,
+    /// The routing epoch at the boundary.
+    pub epoch: u64,
+    /// The routing at the boundary.
+    pub routing: RoutingPlan,
+    /// Each source's replay point after the last request before the boundary.
+    pub positions: Vec<Option<ReplayPoint>>,
+    /// Input requests dispatched before the boundary.
+    pub requests: u64,
+    /// The workers that mark and write.
+    pub workers: Vec<WorkerId>,
+    /// The output sealed at the boundary.
+    pub output: Option<OutputMark>,
+    /// How long dispatch was paused.
+    pub pause: Duration,
+    /// Of which waiting for in-flight chains to complete.
+    pub drain: Duration,
+    /// When the boundary was taken.
+    pub at: Instant,
+}
+
+/// A wait of a checkpoint or recovery step that did not end well.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveryWaitError {
+    /// A worker did not answer in time.
+    #[error("no {what} from worker(s) {missing:?} within {secs} s")]
+    Timeout {
+        /// What was awaited.
+        what: &'static str,
+        /// Who did not answer.
+        missing: Vec<WorkerId>,
+        /// The wait.
+        secs: u64,
+    },
+}
+
+impl Planner {
+    /// Takes a checkpoint's boundary: pauses dispatch, waits until every chain in flight
+    /// completed (so every worker's state holds exactly the inputs dispatched before), seals
+    /// the output, has every worker mark its key groups, and resumes. The workers then write
+    /// their groups; their answers come as [`Planner::take_written`].
+    pub fn checkpoint_boundary(
+        &mut self,
+        id: u64,
+        store: &str,
+        blob: impl Fn(WorkerId) -> String,
+    ) -> Result<CheckpointBoundary, PlannerError> {
+        let at = Instant::now();
+        // No timers fire across the boundary: a firing is a chain, and the state marked must
+        // hold exactly the chains before it.
+        lock(&self.shared.clock).pause();
+        let result = self.boundary_paused(id, store, &blob, at);
+        lock(&self.shared.clock).resume();
+        self.shared.dispatch.resume();
+        self.shared.poll_clock();
+        result
+    }
+
+    fn boundary_paused(
+        &mut self,
+        id: u64,
+        store: &str,
+        blob: &dyn Fn(WorkerId) -> String,
+        at: Instant,
+    ) -> Result<CheckpointBoundary, PlannerError> {
+        let positions = self.shared.dispatch.pause(|| self.queue.is_none());
+        let requests = self.shared.dispatch.dispatched.load(Ordering::Acquire);
+        self.await_drained()?;
+        let drain = at.elapsed();
+        let output = lock(&self.shared.sink)
+            .seal(id)
+            .map_err(|error| PlannerError::Output { what: "the output's epoch".into(), error })?;
+        let routing = self.shared.routing().plan().clone();
+        let workers = self.workers();
+        for &w in &workers {
+            let order = CheckpointOrder {
+                id,
+                epoch: routing.epoch,
+                store: store.to_owned(),
+                blob: blob(w),
+            };
+            self.shared.send(w, Message::Checkpoint(order));
+        }
+        let mut marked = Vec::new();
+        self.await_fault(&workers, "checkpoint marks", Duration::from_secs(30), |e| match e {
+            FaultEvent::Marked(w, n) if *n == id => {
+                marked.push(*w);
+                Some(*w)
+            }
+            _ => None,
+        })?;
+        Ok(CheckpointBoundary {
+            id,
+            epoch: routing.epoch,
+            routing,
+            positions,
+            requests,
+            workers,
+            output,
+            pause: at.elapsed(),
+            drain,
+            at,
+        })
+    }
+
+    /// Waits until no chain is in flight, handling events meanwhile.
+    fn await_drained(&mut self) -> Result<(), PlannerError> {
+        loop {
+            if lock(&self.shared.chains).in_flight() == 0 {
+                return Ok(());
+            }
+            match self.events.recv_timeout(Duration::from_micros(200)) {
+                Ok(e) => self.handle_event(e)?,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => unreachable!("the planner holds a sender"),
+            }
+        }
+    }
+
+    /// Waits for one answer from each of `from` that `pick` accepts (returning who answered),
+    /// handling other events; a lost worker ends the wait with its error.
+    fn await_fault(
+        &mut self,
+        from: &[WorkerId],
+        what: &'static str,
+        timeout: Duration,
+        mut pick: impl FnMut(&FaultEvent) -> Option<WorkerId>,
+    ) -> Result<(), PlannerError> {
+        let deadline = Instant::now() + timeout;
+        let mut waiting: Vec<WorkerId> = from.to_vec();
+        let mut check_inbox = |inbox: &mut Vec<FaultEvent>, waiting: &mut Vec<WorkerId>| {
+            inbox.retain(|e| match pick(e) {
+                Some(w) => {
+                    waiting.retain(|x| *x != w);
+                    false
+                }
+                None => true,
+            });
+        };
+        check_inbox(&mut self.fault_inbox, &mut waiting);
+        while !waiting.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(PlannerError::Timeout {
+                    what: RecoveryWaitError::Timeout {
+                        what,
+                        missing: waiting,
+                        secs: timeout.as_secs(),
+                    }
+                    .to_string(),
+                });
+            }
+            match self.events.recv_timeout(left) {
+                Ok(Event::Fault(f)) => {
+                    self.fault_inbox.push(f);
+                    check_inbox(&mut self.fault_inbox, &mut waiting);
+                }
+                Ok(e) => self.handle_event(e)?,
+                Err(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The workers' answers for checkpoint `id` that arrived so far (taken out).
+    pub fn take_written(&mut self, id: u64) -> Vec<CheckpointWritten> {
+        let mut written = Vec::new();
+        self.fault_inbox.retain(|e| match e {
+            FaultEvent::Written(w) if w.id == id => {
+                written.push((**w).clone());
+                false
+            }
+            _ => true,
+        });
+        written
+    }
+
+    /// Handles the events that arrived, without waiting (so checkpoint answers reach the
+    /// inbox between intervals).
+    pub fn poll_events(&mut self) -> Result<(), PlannerError> {
+        while let Ok(e) = self.events.try_recv() {
+            self.handle_event(e)?;
+        }
+        Ok(())
+    }
+
+    /// Marks worker `w` gone (lost): its id may be taken by a replacement; the others drop
+    /// their links to it.
+    pub fn forget(&mut self, w: WorkerId) {
+        if let Some(Some(s)) = lock(&self.shared.workers).get_mut(w.index()) {
+            s.left = true;
+            s.lost = true;
+            // What its connection still delivers was sent before the rollback that follows.
+            s.muted.store(true, Ordering::Release);
+        }
+        for other in self.workers() {
+            self.shared.send(other, Message::PeerLeft(w));
+        }
+    }
+
+    /// The first steps of a recovery: stops dispatching and reading the sources, drops the
+    /// queued inputs, the chains in flight and the output since the last commit, and rolls
+    /// every connected worker back (each drops its queue, in-flight work and state). Nothing a
+    /// worker sent before its rollback is used after this returns.
+    pub fn roll_back(&mut self, generation: u64) -> Result<Vec<WorkerId>, PlannerError> {
+        self.shared.dispatch.pause(|| self.queue.is_none());
+        let controls = lock(&self.shared.ingress).clone();
+        for (_, c) in &controls {
+            c.hold();
+        }
+        for (_, c) in &controls {
+            c.wait_parked();
+        }
+        if let Some(q) = &self.queue {
+            let mut n = 0;
+            while let Ok(item) = q.try_recv() {
+                n += 1;
+                let bytes = item.batch.byte_len() as u64;
+                self.shared.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
+            }
+            self.shared.dispatch.discarded.fetch_add(n, Ordering::AcqRel);
+        }
+        lock(&self.shared.chains).abandon_all();
+        self.fault_inbox.clear();
+        // Muted before the output's epoch is dropped: a sink record is written under the
+        // sink's lock after its sender's mute is checked, so none sent before a rollback can
+        // land in the epoch after it.
+        let live = self.workers();
+        for &w in &live {
+            if let Some(Some(s)) = lock(&self.shared.workers).get(w.index()) {
+                s.muted.store(true, Ordering::Release);
+            }
+        }
+        lock(&self.shared.sink)
+            .discard()
+            .map_err(|error| PlannerError::Output { what: "the output's epoch".into(), error })?;
+        for &w in &live {
+            self.shared.send(w, Message::Rollback(generation));
+        }
+        self.await_fault(&live, "rollbacks", Duration::from_secs(10), |e| match e {
+            FaultEvent::RolledBack(w, n) if *n == generation => Some(*w),
+            _ => None,
+        })?;
+        Ok(live)
+    }
+
+    /// Sends each worker its restore order and waits until all restored; returns their
+    /// answers.
+    pub fn restore(
+        &mut self,
+        orders: Vec<(WorkerId, RestoreOrder)>,
+    ) -> Result<Vec<Restored>, PlannerError> {
+        let generation = orders.first().map_or(0, |(_, o)| o.generation);
+        let workers: Vec<WorkerId> = orders.iter().map(|(w, _)| *w).collect();
+        for (w, order) in orders {
+            self.shared.send(w, Message::Restore(Box::new(order)));
+        }
+        let mut done = Vec::new();
+        self.await_fault(&workers, "restores", Duration::from_secs(60), |e| match e {
+            FaultEvent::Restored(r) if r.generation == generation => {
+                done.push(r.clone());
+                Some(r.worker)
+            }
+            _ => None,
+        })?;
+        if let Some(r) = done.iter().find(|r| r.error.is_some()) {
+            return Err(PlannerError::Migration {
+                epoch: 0,
+                reason: format!(
+                    "worker {} could not restore: {}",
+                    r.worker,
+                    r.error.as_deref().unwrap_or_default()
+                ),
+            });
+        }
+        Ok(done)
+    }
+
+    /// The last step of a recovery: the planner routes by `plan`, the sources go back to
+    /// `positions` (from their start where `None`) with the watermarks they had there, and
+    /// dispatch resumes.
+    pub fn resume_from(&mut self, plan: RoutingPlan, positions: &[Option<ReplayPoint>]) {
+        *write(&self.shared.routing) = Arc::new(Routing::new(&self.shared.pipeline, plan));
+        let controls = lock(&self.shared.ingress).clone();
+        let mut rewound = self.start_positions.clone();
+        for (source, c) in &controls {
+            let to = positions.get(*source).cloned().flatten().or_else(|| rewound[*source].clone());
+            rewound[*source] = to.clone();
+            c.release(to);
+        }
+        let watermarks: Vec<Option<u64>> =
+            rewound.iter().map(|r| r.as_ref().and_then(|r| r.watermark)).collect();
+        let p = &self.shared.pipeline;
+        *lock(&self.shared.clock) = Clock::restarted(p, &self.shared.config.timers, &watermarks);
+        self.shared.dispatch.set_positions(rewound);
+        self.shared.dispatch.resume();
+    }
+
+    /// Checkpoint `id` committed: its output becomes visible.
+    pub fn publish_output(&mut self, id: u64) -> Result<(), PlannerError> {
+        lock(&self.shared.sink)
+            .publish(id)
+            .map_err(|error| PlannerError::Output { what: "the committed output".into(), error })
+    }
+
+    /// Workers reported lost and not yet forgotten.
+    pub fn lost_workers(&self) -> Vec<WorkerId> {
+        lock(&self.shared.workers)
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.as_ref().is_some_and(|s| s.lost && !s.left))
+            .map(|(i, _)| WorkerId::from(i))
+            .collect()
+    }
+
+    /// Input requests dispatched so far.
+    pub fn dispatched(&self) -> u64 {
+        self.shared.dispatch.dispatched.load(Ordering::Acquire)
+    }
+
+    /// Chains completed so far.
+    pub fn completed(&self) -> u64 {
+        lock(&self.shared.chains).completed
+    }
+
+    /// Notes when the next chain completes (after a recovery resumed dispatch).
+    pub fn watch_first_completion(&self) {
+        lock(&self.shared.chains).watch_first_completion();
+    }
+
+    /// How long ago the first chain completed since [`Planner::watch_first_completion`].
+    pub fn first_completion_ago(&self) -> Option<Duration> {
+        let at = lock(&self.shared.chains).first_completion_ns()?;
+        Some(Duration::from_nanos(crate::worker::executor::now_ns().saturating_sub(at)))
+    }
+}
