@@ -39,7 +39,7 @@ pub struct KafkaSink {
     /// Each partition's end offset as this sink last saw it (after its own produces).
     pub(crate) ends: Vec<i64>,
     /// The exactly-once staging, with checkpoints on.
-    staging: Option<Staging>,
+    pub(crate) staging: Option<Staging>,
     pending: Vec<Vec<Record>>,
     pending_records: usize,
     pending_bytes: usize,
@@ -203,15 +203,12 @@ pub(crate) fn now_ms() -> i64 {
 impl SinkOutput for KafkaSink {
     fn write(&mut self, name: &str, batch: &Batch) -> std::io::Result<()> {
         let now = now_ms();
-        if self.staging.is_some() {
-            let n = self.partitions.len();
-            let mut next_unkeyed = self.next_unkeyed;
-            let staging = self.staging.as_mut().expect("checked above");
+        let n = self.partitions.len();
+        if let Some(staging) = &mut self.staging {
             for (r, time) in batch.iter_timed() {
-                let partition = partition_index(r.key, n, &mut next_unkeyed);
+                let partition = partition_index(r.key, n, &mut self.next_unkeyed);
                 staging.stage(name, partition, timestamp_ms(time, now), r.key, r.value);
             }
-            self.next_unkeyed = next_unkeyed;
             return Ok(());
         }
         let headers: BTreeMap<String, Vec<u8>> =

@@ -4,19 +4,17 @@
 //! rescaled mid-run, against a from-scratch count, and the errors of bad input.
 #![cfg(feature = "kafka")]
 
+mod common;
+
 use clasp::kafka::topics::{RawRecord, create_topic, produce, retained_offsets};
 use clasp::kafka::{SourceOptions, open_source};
 use clasp::{Source, core::input::InputRecord, core::input::Next};
+use common::{Scratch, root};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn clasp() -> Command {
     Command::new(env!("CARGO_BIN_EXE_clasp"))
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The broker, or `None` when there is none and none is required (the test then skips).
@@ -104,18 +102,27 @@ fn produce_lines(broker: &str, topic: &str, lines: &[String]) {
     }
 }
 
+/// Failures caused in a WC run.
+struct Failures<'a> {
+    /// `--kill-worker-at` points.
+    workers: &'a [&'a str],
+    /// `--kill-planner-at`, after which the job is resumed from its checkpoints.
+    planner: Option<&'a str>,
+}
+
 /// WC reads 30,000 lines from a 3-partition topic on three worker processes, rescales
-/// 3 → 2 → 3 at input counts, and writes every updated count to another topic: each word's
-/// records there are its counts 1, 2, …, n exactly once (nothing lost, nothing twice), n being
-/// the from-scratch count.
-#[test]
-fn wc_from_topic_to_topic_on_three_worker_processes_with_rescaling() {
-    let Some(broker) = broker() else { return };
-    let (input, output) = (topic("wc-in"), topic("wc-out"));
+/// 3 → 2 → 3 at input counts, checkpoints every 120 requests, and writes every updated count
+/// to another topic, with `failures`. Each word's records in the output topic must be its
+/// counts 1, 2, …, n exactly once (nothing lost, nothing twice), n being the from-scratch
+/// count. Returns the run's stats (of the resumed run after a planner kill).
+fn wc_scenario(name: &str, failures: &Failures<'_>) -> serde_json::Value {
+    let broker = broker().expect("checked by the caller");
+    let (input, output) = (topic(&format!("{name}-in")), topic(&format!("{name}-out")));
     let lines = corpus(30_000, 17);
     produce_lines(&broker, &input, &lines);
     create_topic(&broker, &output, 2).unwrap();
-    let stats = std::env::temp_dir().join(format!("clasp-kafka-{}-stats.json", std::process::id()));
+    let dir = Scratch::new("kafka", name);
+    let (stats, store) = (dir.file("stats.json"), dir.file("checkpoints"));
     let args: Vec<String> = [
         root().join("pipelines/kafka/wc-counts.toml").display().to_string(),
         "--workers".into(),
@@ -127,10 +134,19 @@ fn wc_from_topic_to_topic_on_three_worker_processes_with_rescaling() {
         "16".into(),
         "--interval-ms".into(),
         "100".into(),
+        // Paced so that both rescalings come well before the input ends: committing a
+        // checkpoint produces its records, which holds the planner's control loop meanwhile.
         "--rate".into(),
-        "800".into(),
+        "400".into(),
         "--rescale-at".into(),
-        "400:2,1200:3".into(),
+        "200:2,600:3".into(),
+        "--checkpoint".into(),
+        "requests:120".into(),
+        // Only the kills lose workers: a busy debug-built worker may miss heartbeats.
+        "--heartbeat-timeout".into(),
+        "30s".into(),
+        "--checkpoint-store".into(),
+        store.display().to_string(),
         "--input".into(),
         format!("kafka:{broker}/{input}?stop=latest"),
         "--output".into(),
@@ -141,18 +157,25 @@ fn wc_from_topic_to_topic_on_three_worker_processes_with_rescaling() {
         "--quiet".into(),
     ]
     .into();
-    let out = run(&args);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    assert_eq!(s["summary"]["input_records"].as_u64(), Some(lines.len() as u64));
-    let steps: Vec<(u64, u64)> = s["scaling_events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| (e["from_workers"].as_u64().unwrap(), e["to_workers"].as_u64().unwrap()))
-        .collect();
-    assert_eq!(steps, [(3, 2), (2, 3)]);
+    let mut first = args.clone();
+    for w in failures.workers {
+        first.extend(["--kill-worker-at".into(), (*w).into()]);
+    }
+    if let Some(at) = failures.planner {
+        first.extend(["--kill-planner-at".into(), at.into()]);
+    }
+    let out = run(&first);
+    if failures.planner.is_some() {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(out.status.signal(), Some(9), "the planner was to be killed:\n{}", stderr(&out));
+        let mut again = args.clone();
+        again.extend(["--resume".into(), store.display().to_string()]);
+        let out = run(&again);
+        assert!(out.status.success(), "the resumed run failed:\n{}", stderr(&out));
+        assert!(stderr(&out).contains("resuming from checkpoint"), "{}", stderr(&out));
+    } else {
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
     let mut emitted: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for (key, value, _) in read_topic(&broker, &output) {
         let count = String::from_utf8(value).unwrap().parse().unwrap();
@@ -168,6 +191,58 @@ fn wc_from_topic_to_topic_on_three_worker_processes_with_rescaling() {
             "`{word}`: counted {n} times, emitted {counts:?}"
         );
     }
+    serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap()
+}
+
+#[test]
+fn wc_from_topic_to_topic_on_three_worker_processes_with_rescaling() {
+    if broker().is_none() {
+        return;
+    }
+    let s = wc_scenario("wc", &Failures { workers: &[], planner: None });
+    assert_eq!(s["summary"]["input_records"].as_u64(), Some(30_000), "{:#}", s["recoveries"]);
+    let steps: Vec<(u64, u64)> = s["scaling_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["from_workers"].as_u64().unwrap(), e["to_workers"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(steps, [(3, 2), (2, 3)]);
+    let committed = s["checkpoints"].as_array().unwrap().iter().filter(|c| c["committed"] == true);
+    assert!(committed.count() >= 2, "the output went out by checkpoint");
+}
+
+/// The same with workers `kill -9`ed between checkpoints, during one and during the second
+/// migration:
+/// the sources go back to the checkpoints' offsets and the topic gets every count once.
+#[test]
+fn wc_from_topic_to_topic_survives_worker_kills_exactly_once() {
+    if broker().is_none() {
+        return;
+    }
+    let failures =
+        Failures { workers: &["requests:300", "checkpoint:4", "migration:2"], planner: None };
+    let s = wc_scenario("wc-kills", &failures);
+    let lost: usize = s["recoveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["lost"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert!(lost >= 3, "{lost} workers recovered from for three kills");
+}
+
+/// The planner `kill -9`ed during a checkpoint, and the job resumed from its checkpoints: the
+/// Kafka source continues from the committed offsets and the topic gets every count once.
+#[test]
+fn wc_from_topic_to_topic_resumes_after_a_planner_kill_exactly_once() {
+    if broker().is_none() {
+        return;
+    }
+    wc_scenario(
+        "wc-planner",
+        &Failures { workers: &["requests:200"], planner: Some("checkpoint:3") },
+    );
 }
 
 /// The source hands out key, value and timestamp as produced, and its position replays: read
@@ -202,9 +277,8 @@ fn the_source_reads_records_as_produced_and_replays_from_its_position() {
     assert_eq!(all, produced);
     source.seek(&at).unwrap();
     // Partitions interleave as their fetches arrive; each partition's records keep their order.
-    let partition_of = |r: &(Option<Vec<u8>>, Vec<u8>, Option<u64>)| r.2 >= Some(1_300);
-    let by_partition = |records: Vec<_>| -> (Vec<_>, Vec<_>) {
-        records.into_iter().partition(|r| !partition_of(r))
+    let by_partition = |records: Vec<Read>| -> (Vec<Read>, Vec<Read>) {
+        records.into_iter().partition(|r| r.2 < Some(1_300))
     };
     let replayed = read(&mut source, usize::MAX);
     assert_eq!(by_partition(replayed), by_partition(rest), "replayed from the position");
@@ -213,8 +287,11 @@ fn the_source_reads_records_as_produced_and_replays_from_its_position() {
     assert_eq!(read(&mut late, usize::MAX).len(), 10 + 1, "explicit start offsets");
 }
 
-/// Reads `source` until it ends (or `n` records), as (key if keyed, value, event time).
-fn read_source(source: &mut dyn Source, n: usize) -> Vec<(Option<Vec<u8>>, Vec<u8>, Option<u64>)> {
+/// A record as a source handed it out: key if keyed, value, event time.
+type Read = (Option<Vec<u8>>, Vec<u8>, Option<u64>);
+
+/// Reads `source` until it ends (or `n` records).
+fn read_source(source: &mut dyn Source, n: usize) -> Vec<Read> {
     let mut rec = InputRecord::default();
     let mut got = Vec::new();
     while got.len() < n {
