@@ -129,7 +129,16 @@ impl<S: StateValue> Group<S> {
     }
 
     /// Encodes the group into the snapshot waiting for it, if any (before it changes).
+    /// Inline: it runs whenever an execution moves to another group, nearly once per record.
+    #[inline]
     fn snapshot_now(&mut self, id: KeyGroup, groups: u32) {
+        if self.snapshot.is_some() {
+            self.snapshot_waiting(id, groups);
+        }
+    }
+
+    #[cold]
+    fn snapshot_waiting(&mut self, id: KeyGroup, groups: u32) {
         let Some((snapshot, slot)) = self.snapshot.take() else { return };
         self.settle(id, groups);
         let mut bytes = Vec::new();
