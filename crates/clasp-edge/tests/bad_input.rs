@@ -7,7 +7,7 @@ mod common;
 use clasp_core::Batch;
 use clasp_edge::cloud::{Cloud, CloudOptions};
 use clasp_edge::device::{self, DeviceOptions};
-use clasp_edge::protocol::{self, Outgoing, ToDevice};
+use clasp_edge::protocol::{self, Item, Outgoing, ToDevice};
 use clasp_edge::{EdgeError, Mode};
 use clasp_plan::edgecut::{self, CostModel};
 use clasp_wire::Security;
@@ -92,7 +92,7 @@ fn a_data_frame_naming_an_unknown_connector_fails_the_run_naming_it() {
         })
         .collect();
     let limits = protocol::Limits { connectors };
-    for expected in [ToDevice::Welcome, ToDevice::Start] {
+    for expected in [ToDevice::Welcome { held: vec![0; connectors] }, ToDevice::Start] {
         let got: Option<ToDevice> = frames.read_message(&mut &s, &limits).unwrap();
         assert_eq!(got, Some(expected));
     }
@@ -101,7 +101,10 @@ fn a_data_frame_naming_an_unknown_connector_fails_the_run_naming_it() {
     records.push(b"1", b"1,START");
     out.clear();
     clasp_wire::encode(
-        &Outgoing::Data { connector: bad, origin_ns: 0, records: &records },
+        &Outgoing::Data {
+            connector: bad,
+            item: Item { seq: 0, origin_ns: 0, watermark: None, records: &records },
+        },
         &mut out,
     );
     (&s).write_all(&out).unwrap();

@@ -9,7 +9,7 @@ use clasp_core::Batch;
 use clasp_edge::Mode;
 use clasp_edge::cloud::{Cloud, CloudOptions};
 use clasp_edge::device::{self, DeviceOptions};
-use clasp_edge::protocol::{Hello, Outgoing, PROTOCOL};
+use clasp_edge::protocol::{Hello, Item, Outgoing, PROTOCOL};
 use clasp_edge::results::CollectSink;
 use clasp_plan::edgecut::CostModel;
 use clasp_reference as reference;
@@ -92,7 +92,9 @@ fn hostile_peers_are_refused_and_logged_and_the_devices_run_exactly() {
         hostile::unauthenticated(&PROTOCOL, "device:edge-1", "worker:1", &secret, &captured);
     let mut other_part = hello("edge-2");
     other_part.connectors.push("extra".into());
-    let data = frame(&Outgoing::Data { connector: 0, origin_ns: 0, records: &Batch::new() });
+    let empty = Batch::new();
+    let item = |seq| Item { seq, origin_ns: 0, watermark: Some(1), records: &empty };
+    let data = frame(&Outgoing::Data { connector: 0, item: item(0) });
     cases.extend([
         Case::new(
             "a device proving edge-2 that says it is edge-1",
