@@ -138,3 +138,70 @@ impl Source for ConnectorInput {
         self.watermarks.iter().try_fold(u64::MAX, |m, (_, w)| w.map(|w| m.min(w)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn frame(device: usize, watermark: Option<u64>, records: &[(&str, Option<u64>)]) -> Frame {
+        let mut batch = Batch::new();
+        for (value, time) in records {
+            batch.push_timed(b"k", value.as_bytes(), *time);
+        }
+        Frame { device, origin_ns: 1, watermark, records: batch }
+    }
+
+    /// Reads one record; returns its value and time.
+    fn read(input: &mut ConnectorInput) -> Option<(String, Option<u64>)> {
+        let mut rec = InputRecord::default();
+        loop {
+            source::reset(&mut rec);
+            match input.next_record(&mut rec).unwrap() {
+                Next::Record => {
+                    return Some((String::from_utf8(rec.value.clone()).unwrap(), rec.time));
+                }
+                Next::Idle => {}
+                Next::End => return None,
+            }
+        }
+    }
+
+    #[test]
+    fn the_watermark_is_the_devices_minimum_once_their_items_are_taken_in_whole() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        // Raw records without a time get theirs from the record.
+        let first_number: EventTimeFn =
+            Arc::new(|v: &[u8]| std::str::from_utf8(v).ok()?.parse().ok());
+        let mut input =
+            ConnectorInput::new(rx, Duration::from_millis(1), &[3, 5], Some(first_number));
+        tx.send(frame(3, Some(100), &[("150", Some(150)), ("120", None)])).unwrap();
+        tx.send(frame(5, Some(40), &[("60", None)])).unwrap();
+        tx.send(frame(3, Some(200), &[])).unwrap();
+        assert_eq!(read(&mut input), Some(("150".into(), Some(150))));
+        assert_eq!(read(&mut input), Some(("120".into(), Some(120))), "read from the record");
+        assert_eq!(input.watermark(), None, "the item of device 3 is not taken in whole yet");
+        assert_eq!(read(&mut input), Some(("60".into(), Some(60))));
+        assert_eq!(input.watermark(), None, "device 5 has none before its item is taken");
+        drop(tx);
+        assert_eq!(read(&mut input), None);
+        assert_eq!(input.watermark(), Some(40), "min(200, 40)");
+        assert_eq!(input.position(), SourcePosition::at(3));
+        assert!(matches!(
+            input.seek(&SourcePosition::at(1)),
+            Err(SourceError::CannotRewind { at: 3, to: 1 })
+        ));
+    }
+
+    #[test]
+    fn a_lower_watermark_never_lowers_a_device_and_strangers_are_ignored() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut input = ConnectorInput::new(rx, Duration::from_millis(1), &[0], None);
+        for (device, w) in [(0, Some(50)), (0, Some(10)), (7, Some(1)), (0, None)] {
+            tx.send(frame(device, w, &[("x", Some(60))])).unwrap();
+        }
+        drop(tx);
+        while read(&mut input).is_some() {}
+        assert_eq!(input.watermark(), Some(50));
+    }
+}

@@ -1,0 +1,192 @@
+//! Event time across the cut: the cloud's windows close as the devices' watermarks pass them,
+//! while the devices still stream — not only when the input ends — and a stream's watermark
+//! is the minimum of its devices'.
+//!
+//! Two devices holding taxi rides, driven by hand over real TCP, send w3's raw events all in
+//! the cloud with their watermarks; device b lags behind device a. The first results must be
+//! exactly the windows both watermarks passed (the reference's windows ending there), arriving
+//! before either device sends its end; after the rest of the input every window equals the
+//! reference.
+
+mod common;
+
+use clasp_core::{Batch, Pipeline};
+use clasp_edge::Mode;
+use clasp_edge::cloud::{Cloud, CloudOptions};
+use clasp_edge::device;
+use clasp_edge::protocol::{self, Item, Outgoing, ToDevice};
+use clasp_plan::edgecut::{self, CostModel};
+use clasp_reference as reference;
+use clasp_runtime::planner::SinkOutput;
+use clasp_wire::{Conn, FrameReader, Security};
+use common::*;
+use crossbeam_channel::{Receiver, Sender};
+use std::io::Write;
+use std::time::Duration;
+
+/// Sink records as they are written, in order.
+struct Forward(Sender<(String, String)>);
+
+impl SinkOutput for Forward {
+    fn write(&mut self, _name: &str, batch: &Batch) -> std::io::Result<()> {
+        for r in batch.iter() {
+            let kv = (text(r.key), text(r.value));
+            let _ = self.0.send(kv);
+        }
+        Ok(())
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A window's end (seconds): the third field of w3's output.
+fn window_end(value: &str) -> u64 {
+    value.split(',').nth(2).and_then(|f| f.parse().ok()).unwrap_or_else(|| panic!("{value}"))
+}
+
+/// A device driven by hand: its connection and the items it sent.
+struct HandDevice {
+    conn: Conn,
+    reader: FrameReader,
+    seq: u64,
+    sent: u64,
+    /// The largest event time sent.
+    max_time: Option<u64>,
+}
+
+impl HandDevice {
+    fn join(id: &str, addr: &str, p: &Pipeline, d: &edgecut::Devices) -> Self {
+        let hello = device::plan(p, d, &CostModel::from_spec(p), Mode::AllCloud, id).unwrap().hello;
+        assert_eq!(hello.connectors, ["rides"], "all in the cloud, a device forwards its rides");
+        let (conn, reader) = dial_as(&format!("device:{id}"), addr, &Security::insecure());
+        let mut out = Vec::new();
+        clasp_wire::encode(&Outgoing::Hello(&hello), &mut out);
+        (&conn).write_all(&out).unwrap();
+        Self { conn, reader, seq: 0, sent: 0, max_time: None }
+    }
+
+    fn next(&mut self) -> ToDevice {
+        let limits = protocol::Limits { connectors: 1 };
+        self.reader.read_message(&mut &self.conn, &limits).unwrap().expect("a message")
+    }
+
+    fn await_start(&mut self) {
+        assert_eq!(self.next(), ToDevice::Welcome { held: vec![0] });
+        assert_eq!(self.next(), ToDevice::Start);
+    }
+
+    /// Sends `lines` in items of 100 with the watermark of out-of-orderness 60 after each
+    /// (the largest time sent minus 61: no later in-bound event is at or before it); returns
+    /// the last watermark.
+    fn send(&mut self, p: &Pipeline, lines: &[Vec<u8>], time: &dyn Fn(&[u8]) -> u64) -> u64 {
+        let source = &p.sources[0];
+        assert_eq!(source.out_of_orderness, 60);
+        for chunk in lines.chunks(100) {
+            let mut records = Batch::new();
+            for l in chunk {
+                records.push(source.key_of(l), l);
+                self.max_time = Some(self.max_time.unwrap_or(0).max(time(l)));
+            }
+            let watermark = self.max_time.map(|m| m - 61);
+            let item = Item { seq: self.seq, origin_ns: 1, watermark, records: &records };
+            let mut out = Vec::new();
+            clasp_wire::encode(&Outgoing::Data { connector: 0, item }, &mut out);
+            (&self.conn).write_all(&out).unwrap();
+            self.seq += 1;
+            self.sent += chunk.len() as u64;
+        }
+        self.max_time.unwrap() - 61
+    }
+
+    fn end(mut self) {
+        let mut out = Vec::new();
+        clasp_wire::encode(&Outgoing::End { sent: &[self.sent] }, &mut out);
+        (&self.conn).write_all(&out).unwrap();
+        let done = loop {
+            match self.next() {
+                ToDevice::Ack { .. } => {}
+                other => break other,
+            }
+        };
+        assert_eq!(done, ToDevice::Done { received: vec![self.sent] });
+        out.clear();
+        clasp_wire::encode(&Outgoing::Bye, &mut out);
+        (&self.conn).write_all(&out).unwrap();
+    }
+}
+
+/// The next sink record; a generous bound only keeps a broken build from hanging the suite.
+fn next_result(rx: &Receiver<(String, String)>, waiting_for: &str) -> (String, String) {
+    rx.recv_timeout(Duration::from_secs(120))
+        .unwrap_or_else(|_| panic!("no result arrived while waiting for {waiting_for}"))
+}
+
+#[test]
+fn cloud_windows_close_as_the_slowest_devices_watermark_passes_them_while_devices_stream() {
+    logs();
+    let p = clasp_apps::pipeline("taxi-w3").unwrap();
+    let devices = "pipeline = \"taxi-w3\"\n[[device]]\nid = \"a\"\nsources = [\"rides\"]\n\
+                   [[device]]\nid = \"b\"\nsources = [\"rides\"]\n";
+    let d = edgecut::devices::parse(devices, "devices.toml", &p).unwrap();
+    let lines = clasp_apps::profile::generate("taxi-w3", 12_000, SEED).unwrap();
+    let expected = reference::expected("taxi-w3", &p, &lines).unwrap();
+    let all: Vec<&(String, String)> = expected.sinks.values().flatten().collect();
+    let rides = &lines[0].1;
+    // Device a holds the even events, b the odd ones.
+    let share =
+        |first: usize| -> Vec<Vec<u8>> { rides.iter().skip(first).step_by(2).cloned().collect() };
+    let (a_lines, b_lines) = (share(0), share(1));
+    let event_time = clasp_apps::registry().event_times(&p).unwrap()[0].clone().unwrap();
+    let time = move |l: &[u8]| event_time(l).expect("every ride has a time");
+
+    let opts = CloudOptions { mode: Mode::AllCloud, ..CloudOptions::default() };
+    let cloud = Cloud::bind(&p, &d, &CostModel::from_spec(&p), opts).unwrap();
+    let addr = cloud.addr().to_string();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let running =
+        std::thread::spawn(move || cloud.run(&clasp_apps::registry(), Box::new(Forward(tx))));
+    let mut a = HandDevice::join("a", &addr, &p, &d);
+    let mut b = HandDevice::join("b", &addr, &p, &d);
+    a.await_start();
+    b.await_start();
+
+    // a runs ahead (60% of its events), b behind (30%).
+    let wa = a.send(&p, &a_lines[..a_lines.len() * 6 / 10], &time);
+    let wb = b.send(&p, &b_lines[..b_lines.len() * 3 / 10], &time);
+    assert!(wb < wa);
+    // The windows both watermarks passed (timer at end - 1 <= watermark) hold every event
+    // they will ever hold: those are the reference's.
+    let closed: Vec<&(String, String)> =
+        all.iter().copied().filter(|(_, v)| window_end(v) <= wb + 1).collect();
+    assert!(!closed.is_empty(), "the first part closes no window; send more");
+    let mut early = Vec::new();
+    for _ in 0..closed.len() {
+        let (k, v) = next_result(&rx, "the windows both devices' watermarks passed");
+        assert!(
+            window_end(&v) <= wb + 1,
+            "window ending {} closed under device b's watermark {wb} (device a's is {wa})",
+            window_end(&v)
+        );
+        early.push((k, v));
+    }
+    let mut sorted_closed: Vec<(String, String)> = closed.into_iter().cloned().collect();
+    sorted_closed.sort();
+    early.sort();
+    assert_eq!(early, sorted_closed, "the windows closed early are the reference's");
+
+    // The rest, then the end: every window equals the reference.
+    a.send(&p, &a_lines[a_lines.len() * 6 / 10..], &time);
+    b.send(&p, &b_lines[b_lines.len() * 3 / 10..], &time);
+    a.end();
+    b.end();
+    let report = running.join().unwrap().unwrap();
+    let mut got: Vec<(String, String)> = early;
+    got.extend(rx.try_iter());
+    got.sort();
+    let mut want: Vec<(String, String)> = all.into_iter().cloned().collect();
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(report.items(), rides.len() as u64);
+}
