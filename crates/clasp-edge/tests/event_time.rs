@@ -10,18 +10,14 @@
 
 mod common;
 
-use clasp_core::{Batch, Pipeline};
+use clasp_core::Batch;
 use clasp_edge::Mode;
 use clasp_edge::cloud::{Cloud, CloudOptions};
-use clasp_edge::device;
-use clasp_edge::protocol::{self, Item, Outgoing, ToDevice};
 use clasp_plan::edgecut::{self, CostModel};
 use clasp_reference as reference;
 use clasp_runtime::planner::SinkOutput;
-use clasp_wire::{Conn, FrameReader, Security};
 use common::*;
 use crossbeam_channel::{Receiver, Sender};
-use std::io::Write;
 use std::time::Duration;
 
 /// Sink records as they are written, in order.
@@ -44,77 +40,6 @@ fn text(b: &[u8]) -> String {
 /// A window's end (seconds): the third field of w3's output.
 fn window_end(value: &str) -> u64 {
     value.split(',').nth(2).and_then(|f| f.parse().ok()).unwrap_or_else(|| panic!("{value}"))
-}
-
-/// A device driven by hand: its connection and the items it sent.
-struct HandDevice {
-    conn: Conn,
-    reader: FrameReader,
-    seq: u64,
-    sent: u64,
-    /// The largest event time sent.
-    max_time: Option<u64>,
-}
-
-impl HandDevice {
-    fn join(id: &str, addr: &str, p: &Pipeline, d: &edgecut::Devices) -> Self {
-        let hello = device::plan(p, d, &CostModel::from_spec(p), Mode::AllCloud, id).unwrap().hello;
-        assert_eq!(hello.connectors, ["rides"], "all in the cloud, a device forwards its rides");
-        let (conn, reader) = dial_as(&format!("device:{id}"), addr, &Security::insecure());
-        let mut out = Vec::new();
-        clasp_wire::encode(&Outgoing::Hello(&hello), &mut out);
-        (&conn).write_all(&out).unwrap();
-        Self { conn, reader, seq: 0, sent: 0, max_time: None }
-    }
-
-    fn next(&mut self) -> ToDevice {
-        let limits = protocol::Limits { connectors: 1 };
-        self.reader.read_message(&mut &self.conn, &limits).unwrap().expect("a message")
-    }
-
-    fn await_start(&mut self) {
-        assert_eq!(self.next(), ToDevice::Welcome { held: vec![0] });
-        assert_eq!(self.next(), ToDevice::Start);
-    }
-
-    /// Sends `lines` in items of 100 with the watermark of out-of-orderness 60 after each
-    /// (the largest time sent minus 61: no later in-bound event is at or before it); returns
-    /// the last watermark.
-    fn send(&mut self, p: &Pipeline, lines: &[Vec<u8>], time: &dyn Fn(&[u8]) -> u64) -> u64 {
-        let source = &p.sources[0];
-        assert_eq!(source.out_of_orderness, 60);
-        for chunk in lines.chunks(100) {
-            let mut records = Batch::new();
-            for l in chunk {
-                records.push(source.key_of(l), l);
-                self.max_time = Some(self.max_time.unwrap_or(0).max(time(l)));
-            }
-            let watermark = self.max_time.map(|m| m - 61);
-            let item = Item { seq: self.seq, origin_ns: 1, watermark, records: &records };
-            let mut out = Vec::new();
-            clasp_wire::encode(&Outgoing::Data { connector: 0, item }, &mut out);
-            (&self.conn).write_all(&out).unwrap();
-            self.seq += 1;
-            self.sent += chunk.len() as u64;
-        }
-        self.max_time.unwrap() - 61
-    }
-
-    fn end(mut self) {
-        let mut out = Vec::new();
-        clasp_wire::encode(&Outgoing::End { sent: &[self.sent] }, &mut out);
-        (&self.conn).write_all(&out).unwrap();
-        let done = loop {
-            match self.next() {
-                ToDevice::Ack { .. } => {}
-                other => break other,
-            }
-        };
-        assert_eq!(done, ToDevice::Done { received: vec![self.sent] });
-        out.clear();
-        clasp_wire::encode(&Outgoing::Bye, &mut out);
-        (&self.conn).write_all(&out).unwrap();
-    }
 }
 
 /// The next sink record; a generous bound only keeps a broken build from hanging the suite.
@@ -149,12 +74,12 @@ fn cloud_windows_close_as_the_slowest_devices_watermark_passes_them_while_device
         std::thread::spawn(move || cloud.run(&clasp_apps::registry(), Box::new(Forward(tx))));
     let mut a = HandDevice::join("a", &addr, &p, &d);
     let mut b = HandDevice::join("b", &addr, &p, &d);
-    a.await_start();
-    b.await_start();
+    a.await_start(0);
+    b.await_start(0);
 
     // a runs ahead (60% of its events), b behind (30%).
-    let wa = a.send(&p, &a_lines[..a_lines.len() * 6 / 10], &time);
-    let wb = b.send(&p, &b_lines[..b_lines.len() * 3 / 10], &time);
+    let wa = a.send(&p, &a_lines[..a_lines.len() * 6 / 10], &time).unwrap();
+    let wb = b.send(&p, &b_lines[..b_lines.len() * 3 / 10], &time).unwrap();
     assert!(wb < wa);
     // The windows both watermarks passed (timer at end - 1 <= watermark) hold every event
     // they will ever hold: those are the reference's.
@@ -179,8 +104,9 @@ fn cloud_windows_close_as_the_slowest_devices_watermark_passes_them_while_device
     // The rest, then the end: every window equals the reference.
     a.send(&p, &a_lines[a_lines.len() * 6 / 10..], &time);
     b.send(&p, &b_lines[b_lines.len() * 3 / 10..], &time);
-    a.end();
-    b.end();
+    let (a_sent, b_sent) = (a.sent, b.sent);
+    a.end(a_sent);
+    b.end(b_sent);
     let report = running.join().unwrap().unwrap();
     let mut got: Vec<(String, String)> = early;
     got.extend(rx.try_iter());
