@@ -144,6 +144,9 @@ fn data_after_the_end_fails_the_run() {
     a_bad_stream_fails_the_run_naming_it(frames, "data after its End");
 }
 
+/// A batch as the wire has it: `(key, value)` byte strings, then the event times.
+type ForgedBatch = (Vec<(Vec<u8>, Vec<u8>)>, Vec<u64>);
+
 /// `ToCloud` as the wire has it, with a batch whose times need not match its records.
 #[derive(serde::Serialize)]
 enum Forged {
@@ -151,7 +154,7 @@ enum Forged {
     Hello(()),
     Data {
         connector: u16,
-        item: Item<(Vec<(Vec<u8>, Vec<u8>)>, Vec<u64>)>,
+        item: Item<ForgedBatch>,
     },
 }
 
