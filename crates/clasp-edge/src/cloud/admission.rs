@@ -44,7 +44,7 @@ pub(super) struct Admitted {
 /// The connection a device's receiver serves.
 pub(super) type Live = Arc<std::sync::Mutex<Option<Conn>>>;
 
-/// The ingress's accepting thread.
+/// The ingress's accepting thread; it stops when this is dropped.
 pub(super) struct Acceptor {
     accepting: Arc<AtomicBool>,
     addr: std::net::SocketAddr,
@@ -52,10 +52,17 @@ pub(super) struct Acceptor {
 
 impl Acceptor {
     /// Stops accepting.
-    pub(super) fn stop(&self) {
-        self.accepting.store(false, Ordering::Release);
-        // Wake the acceptor so it sees it should stop.
-        let _ = TcpStream::connect(self.addr);
+    fn stop(&self) {
+        if self.accepting.swap(false, Ordering::AcqRel) {
+            // Wake the acceptor so it sees it should stop.
+            let _ = TcpStream::connect(self.addr);
+        }
+    }
+}
+
+impl Drop for Acceptor {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

@@ -194,7 +194,7 @@ impl Cloud {
         for t in streams {
             let _ = t.join();
         }
-        acceptor.stop();
+        drop(acceptor);
         let mut state = None;
         if let (Some(c), true, Ok(_)) = (cluster.as_mut(), self.opts.dump_state, &outcome) {
             let mut dump = Vec::new();
