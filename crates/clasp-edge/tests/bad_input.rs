@@ -176,3 +176,46 @@ fn a_batch_whose_times_do_not_match_its_records_fails_the_run() {
     assert_eq!((item.records.len(), item.records.time(1)), (2, Some(1_357_000_000)));
     a_bad_stream_fails_the_run_naming_it(|_| forged(2, 1), "undecodable frame");
 }
+
+/// A cloud that admits one device and welcomes it holding `held` items it was never sent.
+fn lying_cloud(held: u64) -> (String, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let t = std::thread::spawn(move || {
+        let (tcp, _) = listener.accept().unwrap();
+        let security = Security::insecure();
+        let opening = clasp_wire::Opening {
+            security: &security,
+            protocol: &protocol::PROTOCOL,
+            identity: protocol::CLOUD_IDENTITY,
+            max_frame: protocol::MAX_FRAME,
+            deadline: clasp_wire::Deadline::after(clasp_wire::HANDSHAKE_DEADLINE),
+        };
+        let mut link = clasp_wire::link::answer(tcp, &opening, |_| Ok(())).unwrap();
+        let hello = link
+            .reader
+            .read_message::<protocol::ToCloud, _>(&mut &link.conn, &protocol::Limits::default());
+        let Ok(Some(protocol::ToCloud::Hello(h))) = hello else { panic!("{hello:?}") };
+        let mut out = Vec::new();
+        clasp_wire::encode(&ToDevice::Welcome { held: vec![held; h.connectors.len()] }, &mut out);
+        clasp_wire::encode(&ToDevice::Start, &mut out);
+        (&link.conn).write_all(&out).unwrap();
+        // Hold the connection until the device gives up.
+        let mut rest = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut &link.conn, &mut rest);
+    });
+    (addr, t)
+}
+
+#[test]
+fn a_cloud_claiming_items_the_device_never_sent_is_refused() {
+    let (addr, cloud) = lying_cloud(5);
+    let p = clasp_apps::pipeline("taxi-w1").unwrap();
+    let d = devices(&p, "taxi-w1");
+    let o = device_opts("edge-1", &addr);
+    let err = device::run(&p, &d, &CostModel::from_spec(&p), &clasp_apps::registry(), &o)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("a first welcome holding items [5]"), "{err}");
+    cloud.join().unwrap();
+}

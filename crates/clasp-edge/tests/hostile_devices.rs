@@ -95,6 +95,15 @@ fn hostile_peers_are_refused_and_logged_and_the_devices_run_exactly() {
     let empty = Batch::new();
     let item = |seq| Item { seq, origin_ns: 0, watermark: Some(1), records: &empty };
     let data = frame(&Outgoing::Data { connector: 0, item: item(0) });
+    // An item announcing 2^40 records: [len u32][Data][connector][seq][origin][None][count]…
+    let mut one = Batch::new();
+    one.push(b"1", b"1,START");
+    let item = Item { seq: 0, origin_ns: 0, watermark: None, records: &one };
+    let mut huge = frame(&Outgoing::Data { connector: 0, item });
+    assert_eq!(huge[4..10], [1, 0, 0, 0, 0, 1], "the layout this case forges");
+    huge.splice(9..10, [0x80, 0x80, 0x80, 0x80, 0x80, 0x20]);
+    let len = u32::try_from(huge.len() - 4).unwrap();
+    huge[..4].copy_from_slice(&len.to_le_bytes());
     cases.extend([
         Case::new(
             "a device proving edge-2 that says it is edge-1",
@@ -110,6 +119,13 @@ fn hostile_peers_are_refused_and_logged_and_the_devices_run_exactly() {
             vec![
                 Step::Handshake { identity: "device:edge-3".into(), secret: Some(secret.clone()) },
                 Step::Send(data),
+            ],
+        ),
+        Case::new(
+            "an item announcing 2^40 records",
+            vec![
+                Step::Handshake { identity: "device:edge-3".into(), secret: Some(secret.clone()) },
+                Step::Send(huge),
             ],
         ),
         Case::new(

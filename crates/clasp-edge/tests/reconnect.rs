@@ -2,7 +2,8 @@
 //! losing or duplicating an item. A user-space proxy between the five devices and the cloud
 //! (real TCP both sides) cuts each of the first connections after a seeded number of bytes,
 //! mid-frame; the cut w3 run through it must equal the same workflow all in the cloud without
-//! the proxy, and the reference, exactly. And a device that resends items the cloud already
+//! the proxy, and the reference, exactly — with the cluster secret, and under TLS, proven
+//! again on every connection. And a device that resends items the cloud already
 //! holds has them discarded.
 
 mod common;
@@ -15,6 +16,8 @@ use clasp_edge::protocol::ToDevice;
 use clasp_edge::results::CollectSink;
 use clasp_plan::edgecut::CostModel;
 use clasp_reference as reference;
+use clasp_wire::testing::TestCa;
+use clasp_wire::{Secret, Security, Tls};
 use common::*;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -25,9 +28,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const CUT_CONNECTIONS: u64 = 12;
 
 /// Bytes from the device after which the proxy cuts connection `n` (none past the first
-/// [`CUT_CONNECTIONS`]): at least a handshake and a hello, at most a few items.
+/// [`CUT_CONNECTIONS`]): more than a handshake (TLS with certificates included) and a hello,
+/// at most a few items.
 fn threshold(n: u64) -> Option<u64> {
-    (n < CUT_CONNECTIONS).then(|| 1_500 + fmix64(SEED * 1_000 + n) % 20_000)
+    (n < CUT_CONNECTIONS).then(|| 6_000 + fmix64(SEED * 1_000 + n) % 20_000)
 }
 
 /// Forwards connections to `upstream`, cutting both directions of connection `n` once
@@ -77,15 +81,16 @@ fn pipe(mut from: &TcpStream, mut to: &TcpStream, limit: Option<u64>) {
     let _ = to.shutdown(Shutdown::Both);
 }
 
-#[test]
-fn devices_cut_off_mid_stream_resume_without_losing_or_duplicating_an_item() {
+/// The cut w3 run with every device's link through the cutting proxy; the cloud holds
+/// `security`, device `id` proves `device_security(id)`.
+fn cut_off_run(security: Security, device_security: impl Fn(&str) -> Security) {
     logs();
     let app = "taxi-w3";
     let count = 20_000;
     let p = clasp_apps::pipeline(app).unwrap();
     let d = devices(&p, app);
     let model = CostModel::from_spec(&p);
-    let opts = CloudOptions { dump_state: true, ..CloudOptions::default() };
+    let opts = CloudOptions { dump_state: true, security, ..CloudOptions::default() };
     let cloud = Cloud::bind(&p, &d, &model, opts).unwrap();
     let (addr, cuts) = proxy(cloud.addr().to_string());
     let sink = CollectSink::default();
@@ -97,6 +102,7 @@ fn devices_cut_off_mid_stream_resume_without_losing_or_duplicating_an_item() {
         .map(|dev| {
             let mut o = DeviceOptions::new(&dev.id, &addr, inputs(&p, count));
             o.split_files = true;
+            o.security = device_security(&dev.id);
             // Small enough that devices wait for acknowledgements.
             o.resend_buffer = 16 << 10;
             let (p, d, model) = (p.clone(), d.clone(), model.clone());
@@ -125,6 +131,24 @@ fn devices_cut_off_mid_stream_resume_without_losing_or_duplicating_an_item() {
     reference::check_order_insensitive(app, &p, &expected, &outcome_of(&p, &got))
         .unwrap_or_else(|e| panic!("through the proxy vs reference: {e}"));
     reference::check_order_insensitive(app, &p, &expected, &all).unwrap();
+}
+
+#[test]
+fn devices_cut_off_mid_stream_resume_without_losing_or_duplicating_an_item() {
+    let secret = Secret::generate().unwrap();
+    cut_off_run(Security::with_secret(secret.clone()), |_| Security::with_secret(secret.clone()));
+}
+
+#[test]
+fn the_same_under_tls() {
+    // Every reconnect proves the secret and the identity again, under TLS.
+    let dir = std::env::temp_dir().join(format!("clasp-edge-reconnect-tls-{}", std::process::id()));
+    let ca = TestCa::new(&dir);
+    let secret = Secret::generate().unwrap();
+    let tls = |name: &str| Some(Tls::load(&ca.node(name)).unwrap());
+    let cloud = Security { secret: Some(secret.clone()), tls: tls("cloud") };
+    cut_off_run(cloud, |id| Security { secret: Some(secret.clone()), tls: tls(id) });
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

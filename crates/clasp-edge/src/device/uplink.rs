@@ -380,7 +380,7 @@ impl Uplink {
             let _ = link.writer.finish();
             link.conn.finish();
         }
-        Ok(self.counts)
+        Ok(std::mem::take(&mut self.counts))
     }
 
     fn send_end(&mut self, end: &[u8]) -> Result<(), EdgeError> {
@@ -396,6 +396,15 @@ impl Uplink {
         match written {
             Ok(()) => Ok(()),
             Err(why) => self.reconnect(&format!("sending End: {why}")),
+        }
+    }
+}
+
+impl Drop for Uplink {
+    /// Closes the connection, which also ends its reader thread's wait.
+    fn drop(&mut self) {
+        if let Some(link) = &self.link {
+            link.conn.close();
         }
     }
 }
