@@ -156,23 +156,34 @@ impl HandDevice {
         lines: &[Vec<u8>],
         time: &dyn Fn(&[u8]) -> u64,
     ) -> Option<u64> {
-        let source = &p.sources[0];
-        assert_eq!(source.out_of_orderness, 60);
+        assert_eq!(p.sources[0].out_of_orderness, 60);
         for chunk in lines.chunks(100) {
-            let mut records = Batch::new();
-            for l in chunk {
-                records.push(source.key_of(l), l);
-                self.max_time = Some(self.max_time.unwrap_or(0).max(time(l)));
-            }
-            let watermark = self.max_time.map(|m| m - 61);
-            let item = Item { seq: self.seq, origin_ns: 1, watermark, records: &records };
-            let mut out = Vec::new();
-            clasp_wire::encode(&Outgoing::Data { connector: 0, item }, &mut out);
-            (&self.conn).write_all(&out).unwrap();
-            self.seq += 1;
-            self.sent += chunk.len() as u64;
+            let max = chunk.iter().map(|l| time(l)).chain(self.max_time).max();
+            self.item(p, chunk, max.map(|m| m - 61), time);
         }
         self.max_time.map(|m| m - 61)
+    }
+
+    /// Sends `lines` as one item carrying `watermark`.
+    pub fn item(
+        &mut self,
+        p: &Pipeline,
+        lines: &[Vec<u8>],
+        watermark: Option<u64>,
+        time: &dyn Fn(&[u8]) -> u64,
+    ) {
+        let source = &p.sources[0];
+        let mut records = Batch::new();
+        for l in lines {
+            records.push(source.key_of(l), l);
+            self.max_time = Some(self.max_time.unwrap_or(0).max(time(l)));
+        }
+        let item = Item { seq: self.seq, origin_ns: 1, watermark, records: &records };
+        let mut out = Vec::new();
+        clasp_wire::encode(&Outgoing::Data { connector: 0, item }, &mut out);
+        (&self.conn).write_all(&out).unwrap();
+        self.seq += 1;
+        self.sent += lines.len() as u64;
     }
 
     /// Ends the device's data, expecting the cloud to have received `received` records.
