@@ -156,38 +156,22 @@ fn ship(
     let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
     let threads = cores.min(outgoing.len());
     if threads <= 1 {
-        let encoded: Vec<_> =
-            outgoing.into_iter().map(|o| encode_for_peer(shared, epoch, o, done)).collect();
-        let mut emptied = Vec::new();
-        for (peer, data, groups) in encoded {
-            shared.send_to_peer(peer, Message::MigrationData(Box::new(data)));
-            emptied.extend(groups);
-        }
-        return emptied;
+        return ship_share(shared, epoch, outgoing, done);
     }
     let mut shares: Vec<Vec<Owed>> = (0..threads).map(|_| Vec::new()).collect();
     for (i, o) in outgoing.into_iter().enumerate() {
         shares[i % threads].push(o);
     }
     type Shipped = (Vec<Box<dyn DetachedGroup>>, MigrationDone);
-    // A share is encoded whole before any of it is sent: a receiver decodes what it got right
-    // after, and that would slow down the encoding still owed to the others.
-    let ship_share = move |share: Vec<Owed>| -> Shipped {
+    let ship = move |share: Vec<Owed>| -> Shipped {
         let mut part = MigrationDone::default();
-        let encoded: Vec<_> =
-            share.into_iter().map(|o| encode_for_peer(shared, epoch, o, &mut part)).collect();
-        let mut emptied = Vec::new();
-        for (peer, data, groups) in encoded {
-            shared.send_to_peer(peer, Message::MigrationData(Box::new(data)));
-            emptied.extend(groups);
-        }
-        (emptied, part)
+        (ship_share(shared, epoch, share, &mut part), part)
     };
     let own = shares.pop().unwrap_or_default();
     let results: Vec<Shipped> = std::thread::scope(|scope| {
         let handles: Vec<_> =
-            shares.into_iter().map(|share| scope.spawn(move || ship_share(share))).collect();
-        let mut results = vec![ship_share(own)];
+            shares.into_iter().map(|share| scope.spawn(move || ship(share))).collect();
+        let mut results = vec![ship(own)];
         results.extend(handles.into_iter().map(|h| h.join().expect("a migration sender panicked")));
         results
     });
@@ -198,6 +182,25 @@ fn ship(
         done.bytes_sent += part.bytes_sent;
         done.requests_sent += part.requests_sent;
         done.error = done.error.take().or(part.error);
+    }
+    emptied
+}
+
+/// Encodes what each peer of `share` is owed, then sends it; returns the emptied groups. The
+/// share is encoded whole before any of it is sent: a receiver decodes what it got right
+/// after, and that would slow down the encoding still owed to the others.
+fn ship_share(
+    shared: &WorkerShared,
+    epoch: u64,
+    share: Vec<Owed>,
+    done: &mut MigrationDone,
+) -> Vec<Box<dyn DetachedGroup>> {
+    let encoded: Vec<_> =
+        share.into_iter().map(|o| encode_for_peer(shared, epoch, o, done)).collect();
+    let mut emptied = Vec::new();
+    for (peer, data, groups) in encoded {
+        shared.send_to_peer(peer, Message::MigrationData(Box::new(data)));
+        emptied.extend(groups);
     }
     emptied
 }
