@@ -89,7 +89,12 @@ fn end_to_end_runs_every_policy_on_both_patterns() {
     assert_eq!((rows[0].pattern.as_str(), rows[2].pattern.as_str()), ("burst", "gradual"));
     for r in &rows {
         assert!(r.throughput > 0.0 && r.mean_workers >= 1.0 && r.p95_ms >= r.p50_ms, "{r:?}");
+        let c = r.convergence;
+        assert_eq!(c.rescalings, r.scaling_steps, "{r:?}");
+        assert!(c.one_step <= c.changes, "{r:?}");
     }
+    // The gradual pattern steps 10 % -> 100 % -> 10 %: 19 stages, 18 rate changes.
+    assert!(rows.iter().filter(|r| r.pattern == "gradual").all(|r| r.convergence.changes == 18));
 }
 
 #[test]

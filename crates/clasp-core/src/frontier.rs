@@ -9,7 +9,7 @@
 //! successors before their own timers for that time fire. The local driver and the runtime's
 //! planner both drive firing with [`Frontiers`].
 
-use crate::ids::{OperatorId, SourceId};
+use crate::ids::{OperatorId, SinkId, SourceId, StreamId};
 use crate::pipeline::{Endpoint, Pipeline};
 use crate::time::due_until;
 
@@ -40,38 +40,26 @@ impl Frontiers {
     /// Tracking for `p`, whose operators with event-time timers are those `timed` says.
     pub fn new(p: &Pipeline, timed: impl Fn(OperatorId) -> bool) -> Self {
         let order = p.topological_order();
-        let index_of = |op: OperatorId| order.iter().filter(|o| timed(**o)).position(|o| *o == op);
-        let mut list = Vec::new();
-        for &op in order.iter().filter(|o| timed(**o)) {
-            let mut inputs = Vec::new();
-            let mut stack: Vec<Endpoint> = p.inputs(op).iter().map(|s| p.stream(*s).from).collect();
-            let mut seen = vec![false; p.operators.len()];
-            while let Some(from) = stack.pop() {
-                let up = match from {
-                    Endpoint::Source(s) => Upstream::Source(s),
-                    Endpoint::Operator(o) if timed(o) => {
-                        Upstream::Timed(index_of(o).expect("a timed operator"))
-                    }
-                    Endpoint::Operator(o) => {
-                        if !std::mem::replace(&mut seen[o.index()], true) {
-                            stack.extend(p.inputs(o).iter().map(|s| p.stream(*s).from));
-                        }
-                        continue;
-                    }
-                    Endpoint::Sink(_) => continue,
-                };
-                if !inputs.contains(&up) {
-                    inputs.push(up);
-                }
-            }
-            list.push(TimedOperator {
+        let timed_ops: Vec<OperatorId> = order.iter().copied().filter(|o| timed(*o)).collect();
+        let list = timed_ops
+            .iter()
+            .map(|&op| TimedOperator {
                 op,
                 allowed_lateness: p.operator(op).allowed_lateness,
-                inputs,
+                inputs: upstream(p, p.inputs(op), &timed_ops),
                 fired: None,
-            });
-        }
+            })
+            .collect();
         Self { sources: vec![None; p.sources.len()], timed: list }
+    }
+
+    /// The watermark of what reaches `sink`: the minimum over the sources and nearest timed
+    /// operators upstream of it, as for an operator's input (an edge device's cut stream).
+    pub fn sink_watermark(&self, p: &Pipeline, sink: SinkId) -> Option<u64> {
+        let timed_ops: Vec<OperatorId> = self.timed.iter().map(|t| t.op).collect();
+        let into: Vec<StreamId> =
+            p.streams.iter().filter(|s| s.to == Endpoint::Sink(sink)).map(|s| s.id).collect();
+        self.minimum(&upstream(p, &into, &timed_ops))
     }
 
     /// Whether any operator has event-time timers.
@@ -99,7 +87,11 @@ impl Frontiers {
     }
 
     fn watermark(&self, t: &TimedOperator) -> Option<u64> {
-        t.inputs
+        self.minimum(&t.inputs)
+    }
+
+    fn minimum(&self, inputs: &[Upstream]) -> Option<u64> {
+        inputs
             .iter()
             .map(|up| match *up {
                 Upstream::Source(s) => self.sources[s.index()],
@@ -133,6 +125,33 @@ impl Frontiers {
     pub fn late_until(entry: Option<u64>, allowed_lateness: u64) -> Option<u64> {
         entry.and_then(|w| w.checked_sub(allowed_lateness))
     }
+}
+
+/// What the streams `into` carry the watermarks of: the sources upstream of them, reached
+/// through operators without timers, and the nearest operators in `timed` (topological order).
+fn upstream(p: &Pipeline, into: &[StreamId], timed: &[OperatorId]) -> Vec<Upstream> {
+    let mut inputs = Vec::new();
+    let mut stack: Vec<Endpoint> = into.iter().map(|s| p.stream(*s).from).collect();
+    let mut seen = vec![false; p.operators.len()];
+    while let Some(from) = stack.pop() {
+        let up = match from {
+            Endpoint::Source(s) => Upstream::Source(s),
+            Endpoint::Operator(o) => match timed.iter().position(|t| *t == o) {
+                Some(i) => Upstream::Timed(i),
+                None => {
+                    if !std::mem::replace(&mut seen[o.index()], true) {
+                        stack.extend(p.inputs(o).iter().map(|s| p.stream(*s).from));
+                    }
+                    continue;
+                }
+            },
+            Endpoint::Sink(_) => continue,
+        };
+        if !inputs.contains(&up) {
+            inputs.push(up);
+        }
+    }
+    inputs
 }
 
 #[cfg(test)]
@@ -184,6 +203,7 @@ to = "out"
         f.advance_source(SourceId(1), 20);
         assert_eq!(f.next_due(), Some((join, 8)), "min(what window fired, b)");
         f.fired(join, 8);
+        assert_eq!(f.sink_watermark(&p, SinkId(0)), Some(8), "out follows what join fired");
         f.advance_source(SourceId(0), 5);
         assert_eq!(f.source(SourceId(0)), Some(10), "never lowered");
         assert_eq!(f.next_due(), None);
@@ -193,6 +213,7 @@ to = "out"
         assert_eq!(f.next_due(), Some((join, u64::MAX)));
         f.fired(join, u64::MAX);
         assert!(f.finished());
+        assert_eq!(f.sink_watermark(&p, SinkId(0)), Some(u64::MAX), "out follows join");
         assert_eq!(Frontiers::late_until(Some(10), 3), Some(7));
         assert_eq!(Frontiers::late_until(Some(1), 3), None);
     }

@@ -413,6 +413,12 @@ impl LocalDriver {
         std::mem::take(&mut self.sinks[sink.index()])
     }
 
+    /// The watermark of what reaches `sink`: no record it receives later has a time at or
+    /// below it (`None` before the sources upstream have one).
+    pub fn sink_watermark(&self, sink: SinkId) -> Option<u64> {
+        self.frontiers.sink_watermark(&self.pipeline, sink)
+    }
+
     /// Records that reached the sink named `name` (none if there is no such sink).
     pub fn sink_records_named(&self, name: &str) -> Vec<Record<'_>> {
         match self.pipeline.sinks.iter().find(|s| s.name == name) {

@@ -29,6 +29,12 @@ impl SourcePosition {
         Self(n.to_le_bytes().to_vec())
     }
 
+    /// Makes this the position [`SourcePosition::at`] `n`, in its own buffer.
+    pub fn set_number(&mut self, n: u64) {
+        self.0.clear();
+        self.0.extend_from_slice(&n.to_le_bytes());
+    }
+
     /// The number of a position made by [`SourcePosition::at`].
     pub fn number(&self) -> Result<u64, SourceError> {
         let bytes: [u8; 8] = self
@@ -79,6 +85,12 @@ pub trait Source: Send {
     /// Where the source is: after the last record read. Seeking a source over the same input
     /// there continues with the next record.
     fn position(&self) -> SourcePosition;
+
+    /// [`Source::position`] into `out`, reusing its buffer (the ingress asks before every
+    /// record, so a source whose position is a number should override it).
+    fn position_into(&self, out: &mut SourcePosition) {
+        *out = self.position();
+    }
 
     /// Continues after `position`, from an earlier [`Source::position`] over the same input.
     fn seek(&mut self, position: &SourcePosition) -> Result<(), SourceError>;
@@ -146,6 +158,10 @@ impl<L: LineSource> Source for Lines<L> {
 
     fn position(&self) -> SourcePosition {
         SourcePosition::at(self.read)
+    }
+
+    fn position_into(&self, out: &mut SourcePosition) {
+        out.set_number(self.read);
     }
 
     fn seek(&mut self, position: &SourcePosition) -> Result<(), SourceError> {
@@ -244,6 +260,10 @@ impl Source for FileSource {
         SourcePosition::at(self.offset)
     }
 
+    fn position_into(&self, out: &mut SourcePosition) {
+        out.set_number(self.offset);
+    }
+
     fn seek(&mut self, position: &SourcePosition) -> Result<(), SourceError> {
         let to = position.number()?;
         let end = self.reader.get_ref().metadata()?.len();
@@ -291,6 +311,10 @@ impl Source for Replayable {
 
     fn position(&self) -> SourcePosition {
         self.lines.position()
+    }
+
+    fn position_into(&self, out: &mut SourcePosition) {
+        self.lines.position_into(out);
     }
 
     fn seek(&mut self, position: &SourcePosition) -> Result<(), SourceError> {

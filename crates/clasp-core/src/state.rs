@@ -18,6 +18,8 @@ use std::any::Any;
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+mod codec;
+
 /// What can go wrong moving state.
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
@@ -78,37 +80,37 @@ impl<S> Default for Group<S> {
     }
 }
 
-/// A group's encoding: its entries, then its pending timers.
-type Encoded<S> = (Vec<(Vec<u8>, S)>, TimerQueue);
-
 impl<S: StateValue> Group<S> {
-    /// Decodes staged entries into the table (every key must belong to group `id`).
+    /// Decodes staged entries into the table (every key must belong to group `id`); nothing is
+    /// installed from invalid bytes.
     fn unstage(&mut self, id: KeyGroup, groups: u32) -> Result<usize, StateError> {
         let Some((bytes, _)) = self.staged.take() else { return Ok(0) };
-        let (entries, timers): Encoded<S> = postcard::from_bytes(&bytes)
-            .map_err(|source| StateError::Decode { group: id, source })?;
-        let n = entries.len();
+        let decode = |source| StateError::Decode { group: id, source };
+        let wrong = |key: &[u8]| StateError::WrongGroup {
+            group: id,
+            key: String::from_utf8_lossy(key).into_owned(),
+        };
+        let mut decoder = codec::Decoder::new(&bytes).map_err(decode)?;
+        let mut entries = Vec::with_capacity(decoder.size_hint());
+        while let Some((key, value)) = decoder.next_entry::<S>().map_err(decode)? {
+            let hash = crate::hash::key_hash(key);
+            if key_group(hash, groups) != id {
+                return Err(wrong(key));
+            }
+            entries.push(Entry { hash, key: key.into(), value });
+        }
+        let timers = decoder.timers().map_err(decode)?;
         if let Some(key) = timers.keys().find(|k| key_group(crate::hash::key_hash(k), groups) != id)
         {
-            return Err(StateError::WrongGroup {
-                group: id,
-                key: String::from_utf8_lossy(key).into_owned(),
-            });
+            return Err(wrong(key));
         }
         self.timers.absorb(timers);
-        for (key, value) in entries {
-            let hash = crate::hash::key_hash(&key);
-            if key_group(hash, groups) != id {
-                return Err(StateError::WrongGroup {
-                    group: id,
-                    key: String::from_utf8_lossy(&key).into_owned(),
-                });
-            }
-            let entry = Entry { hash, key: key.into_boxed_slice(), value };
-            match self.table.find_mut(hash, |e| e.key == entry.key) {
+        let n = entries.len();
+        for entry in entries {
+            match self.table.find_mut(entry.hash, |e| e.key == entry.key) {
                 Some(slot) => *slot = entry,
                 None => {
-                    self.table.insert_unique(hash, entry, |e| e.hash);
+                    self.table.insert_unique(entry.hash, entry, |e| e.hash);
                 }
             }
         }
@@ -129,7 +131,16 @@ impl<S: StateValue> Group<S> {
     }
 
     /// Encodes the group into the snapshot waiting for it, if any (before it changes).
+    /// Inline: it runs whenever an execution moves to another group, nearly once per record.
+    #[inline]
     fn snapshot_now(&mut self, id: KeyGroup, groups: u32) {
+        if self.snapshot.is_some() {
+            self.snapshot_waiting(id, groups);
+        }
+    }
+
+    #[cold]
+    fn snapshot_waiting(&mut self, id: KeyGroup, groups: u32) {
         let Some((snapshot, slot)) = self.snapshot.take() else { return };
         self.settle(id, groups);
         let mut bytes = Vec::new();
@@ -139,18 +150,17 @@ impl<S: StateValue> Group<S> {
     }
 }
 
-/// Appends a group's encoding ([`Encoded`]: its entries, then its pending timers) to `out`.
+/// Appends a group's encoding (its entries, then its pending timers; [`codec`]) to `out`.
 fn encode_group<S: StateValue>(
     table: &Table<S>,
     timers: &TimerQueue,
     group: KeyGroup,
     out: &mut Vec<u8>,
 ) -> Result<usize, StateError> {
-    let entries: Vec<(&[u8], &S)> = table.iter().map(|e| (&e.key[..], &e.value)).collect();
-    let encoded = postcard::to_extend(&(&entries, timers), std::mem::take(out))
+    let entries = table.iter().map(|e| (&e.key[..], &e.value));
+    *out = codec::encode(entries, timers, std::mem::take(out))
         .map_err(|source| StateError::Encode { group, source })?;
-    *out = encoded;
-    Ok(entries.len())
+    Ok(table.len())
 }
 
 /// The keyed state of one operator on one worker.

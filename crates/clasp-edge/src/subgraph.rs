@@ -209,18 +209,20 @@ impl SpecBuilder {
 
     /// A source fed by a connector. Its records carry their keys; `key_field` only satisfies
     /// the rule that a source feeding a stateful operator says how its records are keyed.
-    /// The raw lines of a source with event times (`raw_of`) get their times read as the
-    /// source reads them, but no watermark before the input ends: the connector merges the
-    /// devices' streams in an order the network decides, so only the end bounds them.
+    /// Records carry the event times the device's operators gave them; the raw lines of a
+    /// source with event times (`raw_of`) get theirs read as the source reads them. The
+    /// watermark is the devices' ([`crate::cloud::ConnectorInput`]), never one the runtime
+    /// would derive from the order in which the network merged the devices' streams: hence
+    /// the unbounded out-of-orderness.
     fn ingress_source(&mut self, name: &str, raw_of: Option<&Source>) {
         let mut t = table([
             ("name", text(name)),
             ("key_field", Value::Integer(0)),
             ("format", text("edge connector: keyed records")),
+            ("out_of_orderness", Value::Integer(i64::MAX)),
         ]);
         if let (Value::Table(t), Some(f)) = (&mut t, raw_of.and_then(|s| s.event_time.as_ref())) {
             t.insert("event_time".into(), text(f));
-            t.insert("out_of_orderness".into(), Value::Integer(i64::MAX));
         }
         self.sources.push(t);
     }

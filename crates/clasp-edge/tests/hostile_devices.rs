@@ -9,7 +9,7 @@ use clasp_core::Batch;
 use clasp_edge::Mode;
 use clasp_edge::cloud::{Cloud, CloudOptions};
 use clasp_edge::device::{self, DeviceOptions};
-use clasp_edge::protocol::{Hello, Outgoing, PROTOCOL};
+use clasp_edge::protocol::{Hello, Item, Outgoing, PROTOCOL};
 use clasp_edge::results::CollectSink;
 use clasp_plan::edgecut::CostModel;
 use clasp_reference as reference;
@@ -92,7 +92,18 @@ fn hostile_peers_are_refused_and_logged_and_the_devices_run_exactly() {
         hostile::unauthenticated(&PROTOCOL, "device:edge-1", "worker:1", &secret, &captured);
     let mut other_part = hello("edge-2");
     other_part.connectors.push("extra".into());
-    let data = frame(&Outgoing::Data { connector: 0, origin_ns: 0, records: &Batch::new() });
+    let empty = Batch::new();
+    let item = |seq| Item { seq, origin_ns: 0, watermark: Some(1), records: &empty };
+    let data = frame(&Outgoing::Data { connector: 0, item: item(0) });
+    // An item announcing 2^40 records: [len u32][Data][connector][seq][origin][None][count]…
+    let mut one = Batch::new();
+    one.push(b"1", b"1,START");
+    let item = Item { seq: 0, origin_ns: 0, watermark: None, records: &one };
+    let mut huge = frame(&Outgoing::Data { connector: 0, item });
+    assert_eq!(huge[4..10], [1, 0, 0, 0, 0, 1], "the layout this case forges");
+    huge.splice(9..10, [0x80, 0x80, 0x80, 0x80, 0x80, 0x20]);
+    let len = u32::try_from(huge.len() - 4).unwrap();
+    huge[..4].copy_from_slice(&len.to_le_bytes());
     cases.extend([
         Case::new(
             "a device proving edge-2 that says it is edge-1",
@@ -108,6 +119,13 @@ fn hostile_peers_are_refused_and_logged_and_the_devices_run_exactly() {
             vec![
                 Step::Handshake { identity: "device:edge-3".into(), secret: Some(secret.clone()) },
                 Step::Send(data),
+            ],
+        ),
+        Case::new(
+            "an item announcing 2^40 records",
+            vec![
+                Step::Handshake { identity: "device:edge-3".into(), secret: Some(secret.clone()) },
+                Step::Send(huge),
             ],
         ),
         Case::new(

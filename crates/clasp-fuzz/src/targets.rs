@@ -114,7 +114,7 @@ fn wire_edge(bytes: &[u8]) {
 
 fn edge_corpus() -> Vec<Vec<u8>> {
     let mut records = Batch::new();
-    records.push(b"17", b"17,END,2013-01-01 00:00:00");
+    records.push_timed(b"17", b"17,END,2013-01-01 00:00:00", Some(1_356_998_400));
     let hello = edge::Hello {
         device: "edge-1".into(),
         pipeline: "taxi-w1".into(),
@@ -124,13 +124,18 @@ fn edge_corpus() -> Vec<Vec<u8>> {
     };
     let to_cloud = [
         edge::ToCloud::Hello(hello),
-        edge::ToCloud::Data { connector: 1, origin_ns: 9, records },
+        edge::ToCloud::Data {
+            connector: 1,
+            item: edge::Item { seq: 0, origin_ns: 9, watermark: Some(1_356_998_000), records },
+        },
         edge::ToCloud::End { sent: vec![1, 0] },
+        edge::ToCloud::Bye,
     ];
     let to_device = [
-        edge::ToDevice::Welcome,
+        edge::ToDevice::Welcome { held: vec![0, 0] },
         edge::ToDevice::Start,
-        edge::ToDevice::Ack { received: vec![1, 0] },
+        edge::ToDevice::Ack { connector: 1, held: 1 },
+        edge::ToDevice::Done { received: vec![1, 0] },
     ];
     let mut corpus: Vec<Vec<u8>> =
         to_cloud.iter().map(|m| frames(std::slice::from_ref(m))).collect();

@@ -249,12 +249,14 @@ pub fn spawn_sender(
                 // Shutdown is a link's last message, wherever it falls in a write.
                 let mut shutdown = matches!(first, Message::Shutdown);
                 wire::encode(&first, &mut buf);
+                release_batches(first);
                 let deadline = Instant::now() + flush_deadline;
                 while buf.len() < (64 << 10) && !shutdown {
                     match rx.try_recv() {
                         Ok(m) => {
                             shutdown = matches!(m, Message::Shutdown);
                             wire::encode(&m, &mut buf);
+                            release_batches(m);
                             count += 1;
                         }
                         Err(TryRecvError::Empty) if Instant::now() < deadline => {
@@ -280,6 +282,16 @@ pub fn spawn_sender(
             stream.finish();
         })
         .expect("spawn sender thread")
+}
+
+/// Gives the batches of sent requests back for decoding to reuse (see
+/// [`clasp_core::batch::Batch::release`]).
+fn release_batches(m: Message) {
+    if let Message::Requests(requests) = m {
+        for r in requests {
+            r.batch.release();
+        }
+    }
 }
 
 /// Starts the thread that reads frames from `stream` and hands each read's worth of messages

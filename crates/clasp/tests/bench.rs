@@ -319,6 +319,16 @@ fn runtime_end_to_end_says_when_dispatch_costs_are_emulated() {
     assert!(md.contains("EMULATED dispatch costs: local 38.5 us"), "{md}");
     let ratios = table_rows(&md, "end_to_end_ratios");
     assert_eq!((ratios[0][0].as_str(), ratios[0][1].as_str()), ("emulated", "faasflow"));
+    // Convergence counts every rescaling of the run and the burst's rate changes.
+    let converged = table_rows(&md, "end_to_end_convergence");
+    assert_eq!(converged.len(), 2, "{md}");
+    for (c, r) in converged.iter().zip(&rows) {
+        assert_eq!((c[1].as_str(), c[6].as_str()), (r[1].as_str(), r[7].as_str()), "{md}");
+        let count =
+            |i: usize| -> usize { c[i].parse().unwrap_or_else(|_| panic!("cell {i} of {c:?}")) };
+        let (one, changes) = (count(4), count(3));
+        assert!(changes > 0 && one <= changes, "{c:?}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -117,6 +117,30 @@ fn hostile_numbers_are_refused_before_anything_runs() {
             ]),
             "--speed NaN",
         ),
+        (
+            own(&[
+                "edge",
+                "pipelines/taxi-w1.toml",
+                "--devices",
+                "devices/taxi-w1.toml",
+                "--embedded",
+                "--reconnect-timeout-s",
+                "1e300",
+            ]),
+            "longer than the longest allowed",
+        ),
+        (
+            own(&[
+                "edge",
+                "pipelines/taxi-w1.toml",
+                "--devices",
+                "devices/taxi-w1.toml",
+                "--embedded",
+                "--resend-buffer-kib",
+                "0",
+            ]),
+            "--resend-buffer-kib 0 must be between 1 and 4194304",
+        ),
         (own(&["planner", wc, "--workers", "1"]), "needs the cluster secret"),
         (own(&["worker", "--join", "127.0.0.1:9"]), "needs the cluster secret"),
         (

@@ -106,6 +106,10 @@ impl Source for Cycle {
         SourcePosition::at(self.next)
     }
 
+    fn position_into(&self, out: &mut SourcePosition) {
+        out.set_number(self.next);
+    }
+
     fn seek(&mut self, position: &SourcePosition) -> Result<(), SourceError> {
         self.next = position.number()?;
         Ok(())

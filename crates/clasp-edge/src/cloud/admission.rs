@@ -1,5 +1,7 @@
 //! Admitting devices: the edge ingress accepts connections, checks each device's preamble and
 //! hello against the part the cloud computed for it, and refuses strangers and mismatches.
+//! It keeps accepting for the whole run: a device that connects again after its link broke
+//! is admitted the same way and handed to its receiver ([`Admitted::rejoins`]).
 
 use super::Cloud;
 use crate::device;
@@ -11,7 +13,7 @@ use clasp_wire::{
     Conn, Deadline, Established, FrameReader, HANDSHAKE_DEADLINE, HandshakeGate, Opening, Security,
     auth, write_frame,
 };
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,9 +28,48 @@ pub(super) struct Joined {
     pub(super) bytes: u64,
 }
 
+/// Every device admitted, and the ingress still accepting.
+pub(super) struct Admitted {
+    /// The first connection of each device, in file order.
+    pub(super) joined: Vec<Joined>,
+    /// Per device, its later connections.
+    pub(super) rejoins: Vec<Receiver<Joined>>,
+    /// Per device, the connection its receiver serves: closed when the device connects
+    /// again, so a receiver still reading a link the device gave up on lets it go.
+    pub(super) live: Vec<Live>,
+    /// The acceptor: told to stop when the run ends.
+    pub(super) acceptor: Acceptor,
+}
+
+/// The connection a device's receiver serves.
+pub(super) type Live = Arc<std::sync::Mutex<Option<Conn>>>;
+
+/// The ingress's accepting thread; it stops when this is dropped.
+pub(super) struct Acceptor {
+    accepting: Arc<AtomicBool>,
+    addr: std::net::SocketAddr,
+}
+
+impl Acceptor {
+    /// Stops accepting.
+    fn stop(&self) {
+        if self.accepting.swap(false, Ordering::AcqRel) {
+            // Wake the acceptor so it sees it should stop.
+            let _ = TcpStream::connect(self.addr);
+        }
+    }
+}
+
+impl Drop for Acceptor {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 impl Cloud {
-    /// Admits every device of the devices file, refusing strangers and mismatched parts.
-    pub(super) fn admit(&self) -> Result<Vec<Joined>, EdgeError> {
+    /// Admits every device of the devices file, refusing strangers and mismatched parts;
+    /// welcomes each (holding none of its items yet).
+    pub(super) fn admit(&self) -> Result<Admitted, EdgeError> {
         let (tx, rx) = crossbeam_channel::unbounded::<Result<Joined, String>>();
         let listener = self
             .listener
@@ -45,8 +86,9 @@ impl Cloud {
             .collect::<Result<_, _>>()?;
         let expected = Arc::new(expected);
         let accepting = Arc::new(AtomicBool::new(true));
+        let acceptor = Acceptor { accepting: accepting.clone(), addr: self.addr };
         let security = self.opts.security.clone();
-        spawn_acceptor(listener, expected.clone(), security, tx, accepting.clone());
+        spawn_acceptor(listener, expected.clone(), security, tx, accepting);
         let mut joined: Vec<Option<Joined>> = (0..expected.len()).map(|_| None).collect();
         let deadline = Instant::now() + self.opts.join_timeout;
         while joined.iter().any(Option::is_none) {
@@ -54,21 +96,18 @@ impl Cloud {
             match rx.recv_timeout(left) {
                 Ok(Ok(j)) => {
                     let i = j.index;
-                    if joined[i].is_some() {
-                        refuse(
-                            &j.stream,
-                            &format!("device `{}` has already joined", j.hello.device),
-                        );
-                        continue;
-                    }
+                    let welcome = ToDevice::Welcome { held: vec![0; j.hello.connectors.len()] };
                     let mut s = &j.stream;
-                    if write_frame(&mut s, &ToDevice::Welcome, &mut Vec::new()).is_ok() {
-                        joined[i] = Some(j);
+                    if write_frame(&mut s, &welcome, &mut Vec::new()).is_ok() {
+                        // A device connecting again before the start replaces its first link.
+                        if let Some(old) = joined[i].replace(j) {
+                            old.stream.close();
+                        }
                     }
                 }
                 Ok(Err(why)) => tracing::warn!("edge ingress: refused a connection: {why}"),
                 Err(_) => {
-                    accepting.store(false, Ordering::Release);
+                    acceptor.stop();
                     let missing: Vec<&str> = expected
                         .iter()
                         .zip(&joined)
@@ -82,10 +121,31 @@ impl Cloud {
                 }
             }
         }
-        accepting.store(false, Ordering::Release);
-        // Wake the acceptor so it sees it should stop.
-        let _ = TcpStream::connect(self.addr);
-        Ok(joined.into_iter().flatten().collect())
+        let joined: Vec<Joined> = joined.into_iter().flatten().collect();
+        let live: Vec<Live> = joined
+            .iter()
+            .map(|j| Arc::new(std::sync::Mutex::new(j.stream.try_clone().ok())))
+            .collect();
+        let (senders, rejoins): (Vec<Sender<Joined>>, Vec<Receiver<Joined>>) =
+            (0..expected.len()).map(|_| crossbeam_channel::unbounded()).unzip();
+        let shared = live.clone();
+        std::thread::Builder::new()
+            .name("edge-rejoin".into())
+            .spawn(move || {
+                for j in rx {
+                    match j {
+                        Ok(j) => {
+                            if let Some(old) = clasp_core::sync::lock(&shared[j.index]).take() {
+                                old.close();
+                            }
+                            let _ = senders[j.index].send(j);
+                        }
+                        Err(why) => tracing::warn!("edge ingress: refused a connection: {why}"),
+                    }
+                }
+            })
+            .expect("spawn the edge rejoin thread");
+        Ok(Admitted { joined, rejoins, live, acceptor })
     }
 }
 

@@ -3,23 +3,27 @@
 //!
 //! [`Cloud::bind`] opens the ingress; [`Cloud::run`] starts the runtime (planner and workers,
 //! loopback TCP), admits every device of the devices file — each must state the part the
-//! cloud computed for it — then tells them all to start. Each device connection has a receiver
-//! thread that puts `Data` frames on the queue of their connector; each connector is one input
-//! of the runtime ([`ConnectorInput`]), which ends when every device sending it has ended. The
-//! run finishes when every device has finished and every chain completed.
+//! cloud computed for it — then tells them all to start. Each device has a receiver thread
+//! that puts its items on the queue of their connector, acknowledges them, and takes the
+//! device back when it connects again after its link broke; each connector is one input of
+//! the runtime ([`ConnectorInput`]) with the devices' event times and watermarks, which ends
+//! when every device sending it has ended. The run finishes when every device has finished
+//! and every chain completed.
 //!
 //! A cloud part without operators (every operator runs on the devices) writes what arrives to
 //! the sinks directly.
 //!
 //! - `options`, `report`: [`CloudOptions`], and the [`CloudReport`] of a run;
 //! - `admission`: the edge ingress that accepts devices and checks their hellos;
-//! - `connector`: the receiving thread per device and [`ConnectorInput`];
+//! - `receiver`: the receiving thread per device, across its connections;
+//! - `connector`: [`ConnectorInput`], a connector as an input of the runtime;
 //! - `direct`: the run without cloud operators.
 
 mod admission;
 mod connector;
 mod direct;
 mod options;
+mod receiver;
 mod report;
 
 pub use connector::ConnectorInput;
@@ -31,7 +35,7 @@ use crate::error::EdgeError;
 use crate::input::{self, InputSpec, Replay, ReplayInput, Share};
 use crate::protocol::ToDevice;
 use crate::subgraph::{self, CloudGraph};
-use clasp_core::source::from_lines;
+use clasp_core::source::{Source, from_lines};
 use clasp_core::sync::lock;
 use clasp_core::{Pipeline, Registry};
 use clasp_plan::edgecut::{CostModel, Devices};
@@ -40,8 +44,9 @@ use clasp_runtime::planner::stats::Latency;
 use clasp_runtime::planner::{Input, PlannerConfig, SinkOutput};
 use clasp_runtime::routing::RoutingPlan;
 use clasp_wire::write_frame;
-use connector::{Frame, spawn_receiver};
+use connector::Frame;
 use crossbeam_channel::{Receiver, Sender};
+use receiver::{Receiving, spawn_receiver};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -118,8 +123,8 @@ impl Cloud {
             Some(cp) => Some(self.start_cluster(cp, registry, sink.take().expect("unused"))?),
             None => None,
         };
-        let joined = match self.admit() {
-            Ok(j) => j,
+        let admitted = match self.admit() {
+            Ok(a) => a,
             Err(e) => {
                 if let Some(c) = cluster {
                     let _ = c.shutdown();
@@ -127,6 +132,7 @@ impl Cloud {
                 return Err(e);
             }
         };
+        let admission::Admitted { joined, rejoins, live, acceptor } = admitted;
         let (senders, receivers) = self.queues();
         let links: Vec<Arc<Mutex<LinkReport>>> = joined
             .iter()
@@ -134,10 +140,20 @@ impl Cloud {
                 Arc::new(Mutex::new(LinkReport {
                     device: j.hello.device.clone(),
                     bytes: j.bytes,
-                    frames: 0,
                     records: j.hello.connectors.iter().map(|c| (c.clone(), 0)).collect(),
+                    ..LinkReport::default()
                 }))
             })
+            .collect();
+        // The devices sending each connector, for its watermark.
+        let senders_of: Vec<Vec<usize>> = self
+            .graph
+            .ingress
+            .iter()
+            .map(|c| {
+                joined.iter().filter(|j| j.hello.connectors.contains(&c.name)).map(|j| j.index)
+            })
+            .map(Iterator::collect)
             .collect();
         let errors: Arc<Mutex<Vec<String>>> = Arc::default();
         let mut streams = Vec::new();
@@ -148,6 +164,7 @@ impl Cloud {
             })?;
         }
         let started = Instant::now();
+        let mut rejoins: Vec<Option<_>> = rejoins.into_iter().map(Some).collect();
         for (j, link) in joined.into_iter().zip(&links) {
             let outs: Vec<Sender<Frame>> = j
                 .hello
@@ -159,17 +176,25 @@ impl Cloud {
                     senders[i].clone()
                 })
                 .collect();
-            streams.push(spawn_receiver(j, outs, link.clone(), errors.clone()));
+            let r = Receiving {
+                rejoins: rejoins[j.index].take().expect("one connection per device"),
+                live: live[j.index].clone(),
+                outs,
+                link: link.clone(),
+                reconnect_timeout: self.opts.reconnect_timeout,
+            };
+            streams.push(spawn_receiver(j, r, errors.clone()));
         }
         drop(senders);
         let outcome = match cluster.as_mut() {
-            Some(c) => self.run_runtime(c, receivers, held, registry),
+            Some(c) => self.run_runtime(c, receivers, &senders_of, held, registry),
             None => self.run_direct(receivers, held, sink.take().expect("unused")),
         };
         let makespan_s = started.elapsed().as_secs_f64();
         for t in streams {
             let _ = t.join();
         }
+        drop(acceptor);
         let mut state = None;
         if let (Some(c), true, Ok(_)) = (cluster.as_mut(), self.opts.dump_state, &outcome) {
             let mut dump = Vec::new();
@@ -236,16 +261,18 @@ impl Cloud {
         &self,
         cp: &Pipeline,
         receivers: Vec<Receiver<Frame>>,
+        senders_of: &[Vec<usize>],
         held: Vec<(clasp_core::SourceId, InputSpec)>,
         registry: &Registry,
     ) -> Result<Vec<Input>, EdgeError> {
         let event_times =
             registry.event_times(cp).map_err(|e| EdgeError::Runtime(e.to_string()))?;
         let mut inputs = Vec::new();
-        for (c, rx) in self.graph.ingress.iter().zip(receivers) {
+        for ((c, rx), devices) in self.graph.ingress.iter().zip(receivers).zip(senders_of) {
             let source = cp.source_id(&c.name).expect("the cloud part has a source per connector");
-            let reader = Box::new(ConnectorInput::new(rx, self.opts.idle));
-            let reader = from_lines(reader, event_times[source.index()].clone());
+            let event_time = event_times[source.index()].clone();
+            let reader: Box<dyn Source> =
+                Box::new(ConnectorInput::new(rx, self.opts.idle, devices, event_time));
             inputs.push(Input { source, reader, rate: Box::new(|_| None) });
         }
         for (s, spec) in held {
@@ -270,11 +297,12 @@ impl Cloud {
         &self,
         cluster: &mut Cluster,
         receivers: Vec<Receiver<Frame>>,
+        senders_of: &[Vec<usize>],
         held: Vec<(clasp_core::SourceId, InputSpec)>,
         registry: &Registry,
     ) -> Result<(Latency, u64, u64), EdgeError> {
         let cp = self.graph.pipeline.as_ref().expect("a runtime run has a cloud pipeline");
-        let inputs = self.inputs(cp, receivers, held, registry)?;
+        let inputs = self.inputs(cp, receivers, senders_of, held, registry)?;
         let summary = cluster
             .planner
             .run(inputs, None, |_| {}, |_, _| Ok(()))

@@ -20,6 +20,8 @@ pub struct CloudOptions {
     pub batch_size: u32,
     /// How long devices have to join.
     pub join_timeout: Duration,
+    /// How long a device whose link broke has to connect again.
+    pub reconnect_timeout: Duration,
     /// A connector input sends what it has when nothing arrived for this long.
     pub idle: Duration,
     /// Raw data of the sources held in the cloud.
@@ -41,6 +43,7 @@ impl Default for CloudOptions {
             slots: 4,
             batch_size: 64,
             join_timeout: Duration::from_secs(60),
+            reconnect_timeout: Duration::from_secs(60),
             idle: Duration::from_millis(2),
             inputs: Vec::new(),
             speed: 0.0,

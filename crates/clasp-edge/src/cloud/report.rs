@@ -10,8 +10,12 @@ pub struct LinkReport {
     pub device: String,
     /// Bytes received: preamble and frames.
     pub bytes: u64,
-    /// Data frames.
+    /// Data frames taken (each once).
     pub frames: u64,
+    /// Times the device connected again after its link broke.
+    pub reconnects: u64,
+    /// Data frames it resent that the cloud already held, discarded.
+    pub duplicates: u64,
     /// Records per connector: `(name, count)`.
     pub records: Vec<(String, u64)>,
 }

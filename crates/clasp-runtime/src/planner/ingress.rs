@@ -219,7 +219,10 @@ impl IngressThread {
         let mut rec = InputRecord::default();
         // A record read and not yet in a request (it opens the next one), and the source's
         // position before it (the position after the request it did not fit).
-        let mut pending: Option<SourcePosition> = None;
+        // Whether a record read is not in a request yet (it overflowed the last one), and the
+        // source's position before it: asked before every record, into one reused buffer.
+        let mut pending = false;
+        let mut pending_at = SourcePosition::default();
         let mut oversized = 0u64;
         let mut bounded = BoundedOutOfOrderness::new(source.out_of_orderness);
         let mut watermark = None;
@@ -233,7 +236,7 @@ impl IngressThread {
                 // A rewound source reads the pending record again, and its watermark goes on
                 // from the checkpoint's: the largest time before it is already in that.
                 Top::Read { rewound: Some(at) } => {
-                    pending = None;
+                    pending = false;
                     bounded = BoundedOutOfOrderness::new(source.out_of_orderness);
                     watermark = at;
                 }
@@ -242,13 +245,12 @@ impl IngressThread {
             let mut batch = Batch::with_capacity(batch_size.min(4096), room);
             let mut origin_ns: Option<u64> = None;
             let mut end = false;
-            let mut position_after = None;
             while batch.len() < batch_size {
-                if pending.is_none() {
-                    let before = self.input.reader.position();
+                if !pending {
+                    self.input.reader.position_into(&mut pending_at);
                     source::reset(&mut rec);
                     match self.input.reader.next_record(&mut rec) {
-                        Ok(Next::Record) => pending = Some(before),
+                        Ok(Next::Record) => pending = true,
                         Ok(Next::Idle) if batch.is_empty() => {
                             if self.stop.load(Ordering::Acquire) || self.control.held() {
                                 continue 'outer;
@@ -277,28 +279,24 @@ impl IngressThread {
                     }
                     oversized += 1;
                     self.counters.oversized.fetch_add(1, Ordering::Relaxed);
-                    pending = None;
+                    pending = false;
                     continue;
                 }
                 // The record that would take the request past its bytes opens the next.
                 if !batch.is_empty() && batch.byte_len() + size > max_bytes {
-                    position_after = pending.clone();
                     break;
                 }
                 batch.push_timed(key, &rec.value, rec.time);
                 if let Some(t) = rec.time {
                     bounded.observe(t);
                 }
-                pending = None;
+                pending = false;
                 if let Some(o) = rec.origin_ns {
                     origin_ns = Some(origin_ns.map_or(o, |m| m.min(o)));
                 }
             }
             // The position after the request: before the pending record, if one is.
-            let position = match position_after {
-                Some(p) if pending.is_some() => p,
-                _ => self.input.reader.position(),
-            };
+            let position = if pending { pending_at.clone() } else { self.input.reader.position() };
             if !batch.is_empty() {
                 room = (batch.byte_len() + batch.byte_len() / 8).max(1 << 10).min(max_bytes);
                 let entered = watermark;

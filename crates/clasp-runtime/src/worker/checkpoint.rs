@@ -131,7 +131,10 @@ fn write_blob(
 /// Drops everything this worker holds and answers the planner.
 pub(super) fn roll_back(shared: &WorkerShared, generation: u64) {
     // Outputs buffered by executions running now are discarded from here on.
-    *write(&shared.generation) = generation;
+    {
+        let _gate = write(&shared.send_gate);
+        shared.generation.store(generation, Ordering::Release);
+    }
     shared.floor.store(u64::MAX, Ordering::Release);
     shared.sched.pause_and_drain();
     drop(shared.sched.take_all());

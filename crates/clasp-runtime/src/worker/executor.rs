@@ -176,15 +176,18 @@ impl Outbox {
     }
 
     fn begin(&mut self, op: OperatorId, chain: u64, watermark: Option<u64>) {
-        let generation = *clasp_core::sync::read(&self.shared.generation);
-        self.discard_if_rolled_back(generation);
+        // A rollback after this read is caught when sending, under the gate.
+        self.discard_if_rolled_back(self.shared.generation.load(Ordering::Acquire));
         self.op = op;
         self.chain = chain;
         self.watermark = watermark;
         self.emitted = 0;
         let n = self.shared.targets[op.index()].len();
         let workers = self.routing.workers().max(self.shared.me.0 + 1) as usize;
-        self.ports.resize_with(n, PortBuffer::default);
+        // Never shrunk: an operator without successors would free what the next one reuses.
+        if self.ports.len() < n {
+            self.ports.resize_with(n, PortBuffer::default);
+        }
         for p in &mut self.ports[..n] {
             if p.by_worker.len() < workers {
                 p.by_worker.resize_with(workers, Batch::new);
@@ -329,8 +332,7 @@ impl Outbox {
 
     /// Sends every buffered remote request.
     pub fn flush_remote(&mut self) {
-        let generation = *clasp_core::sync::read(&self.shared.generation);
-        self.discard_if_rolled_back(generation);
+        self.discard_if_rolled_back(self.shared.generation.load(Ordering::Acquire));
         self.oldest_remote = None;
         for (w, reqs) in self.remote.iter_mut().enumerate() {
             if !reqs.is_empty() {
@@ -385,8 +387,8 @@ impl Outbox {
     pub fn flush_planner(&mut self) {
         let shared = self.shared.clone();
         // Held while sending: a rollback waits, so nothing buffered before it is sent after.
-        let generation = clasp_core::sync::read(&shared.generation);
-        self.discard_if_rolled_back(*generation);
+        let _gate = clasp_core::sync::read(&shared.send_gate);
+        self.discard_if_rolled_back(shared.generation.load(Ordering::Acquire));
         self.oldest_credit = None;
         if self.sink_records > 0 {
             for (i, b) in self.sinks.iter_mut().enumerate() {
@@ -509,14 +511,11 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
         let exec = match req.time.fire() {
             Some(fire) => operator.fire(fire.domain, fire.until, store, &mut out, &mut rejects),
             None => {
-                let late_until = if operator.timers().event {
-                    Frontiers::late_until(
-                        req.time.watermark(),
-                        shared.pipeline.operator(op).allowed_lateness,
-                    )
-                } else {
-                    None
-                };
+                // Only an operator with event-time timers filters by it (`Erased::process`).
+                let late_until = Frontiers::late_until(
+                    req.time.watermark(),
+                    shared.pipeline.operator(op).allowed_lateness,
+                );
                 let port = usize::from(req.port);
                 operator.process(&req.batch, port, late_until, store, &mut out, &mut rejects)
             }

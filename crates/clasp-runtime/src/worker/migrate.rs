@@ -142,7 +142,8 @@ fn incoming_groups(
 type Owed = (WorkerId, Vec<(OperatorId, KeyGroup, Box<dyn DetachedGroup>)>, Vec<Request>);
 
 /// Encodes and sends what each peer is owed, one message per peer. The receivers wait for
-/// exactly this, so the peers are shared out over as many threads as the machine has cores.
+/// exactly this, so the peers are shared out over as many threads as the machine has cores,
+/// this one included (a thread started for each share would first have to be scheduled).
 /// Returns the emptied groups' entries, to be freed once this worker no longer holds anyone up.
 fn ship(
     shared: &WorkerShared,
@@ -150,28 +151,29 @@ fn ship(
     outgoing: Vec<Owed>,
     done: &mut MigrationDone,
 ) -> Vec<Box<dyn DetachedGroup>> {
-    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(outgoing.len());
+    // Read once: the standard library reads the cgroup's quota files on every call.
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let threads = cores.min(outgoing.len());
     if threads <= 1 {
-        return outgoing.into_iter().flat_map(|o| ship_to_peer(shared, epoch, o, done)).collect();
+        return ship_share(shared, epoch, outgoing, done);
     }
     let mut shares: Vec<Vec<Owed>> = (0..threads).map(|_| Vec::new()).collect();
     for (i, o) in outgoing.into_iter().enumerate() {
         shares[i % threads].push(o);
     }
     type Shipped = (Vec<Box<dyn DetachedGroup>>, MigrationDone);
+    let ship = move |share: Vec<Owed>| -> Shipped {
+        let mut part = MigrationDone::default();
+        (ship_share(shared, epoch, share, &mut part), part)
+    };
+    let own = shares.pop().unwrap_or_default();
     let results: Vec<Shipped> = std::thread::scope(|scope| {
-        let handles: Vec<_> = shares
-            .into_iter()
-            .map(|share| {
-                scope.spawn(move || {
-                    let mut part = MigrationDone::default();
-                    let emptied =
-                        share.into_iter().flat_map(|o| ship_to_peer(shared, epoch, o, &mut part));
-                    (emptied.collect(), part)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("a migration sender panicked")).collect()
+        let handles: Vec<_> =
+            shares.into_iter().map(|share| scope.spawn(move || ship(share))).collect();
+        let mut results = vec![ship(own)];
+        results.extend(handles.into_iter().map(|h| h.join().expect("a migration sender panicked")));
+        results
     });
     let mut emptied = Vec::new();
     for (groups, part) in results {
@@ -184,17 +186,37 @@ fn ship(
     emptied
 }
 
-/// Encodes and sends one peer's message; returns its emptied groups.
-fn ship_to_peer(
+/// Encodes what each peer of `share` is owed, then sends it; returns the emptied groups. The
+/// share is encoded whole before any of it is sent: a receiver decodes what it got right
+/// after, and that would slow down the encoding still owed to the others.
+fn ship_share(
+    shared: &WorkerShared,
+    epoch: u64,
+    share: Vec<Owed>,
+    done: &mut MigrationDone,
+) -> Vec<Box<dyn DetachedGroup>> {
+    let encoded: Vec<_> =
+        share.into_iter().map(|o| encode_for_peer(shared, epoch, o, done)).collect();
+    let mut emptied = Vec::new();
+    for (peer, data, groups) in encoded {
+        shared.send_to_peer(peer, Message::MigrationData(Box::new(data)));
+        emptied.extend(groups);
+    }
+    emptied
+}
+
+/// Encodes one peer's message; returns it with the peer and the emptied groups.
+fn encode_for_peer(
     shared: &WorkerShared,
     epoch: u64,
     owed: Owed,
     done: &mut MigrationDone,
-) -> Vec<Box<dyn DetachedGroup>> {
+) -> (WorkerId, MigrationData, Vec<Box<dyn DetachedGroup>>) {
     let (peer, groups, requests) = owed;
     let mut state = Vec::with_capacity(groups.len());
     for (op, g, detached) in &groups {
-        let mut bytes = Vec::new();
+        // Room for a short key and its count without growing (longer entries grow once or so).
+        let mut bytes = Vec::with_capacity(16 * detached.keys() + 8);
         match detached.encode(*g, &mut bytes) {
             Ok(keys) => {
                 done.keys_sent += keys as u64;
@@ -206,8 +228,7 @@ fn ship_to_peer(
     }
     done.requests_sent += requests.len() as u64;
     let data = MigrationData { epoch, from: shared.me, groups: state, requests };
-    shared.send_to_peer(peer, Message::MigrationData(Box::new(data)));
-    groups.into_iter().map(|(_, _, detached)| detached).collect()
+    (peer, data, groups.into_iter().map(|(_, _, detached)| detached).collect())
 }
 
 /// Queued requests under the new routing: those this worker keeps, and those for each peer.

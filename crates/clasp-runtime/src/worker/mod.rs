@@ -87,8 +87,11 @@ pub struct WorkerShared {
     /// per destination per second); cleared by the monitor every second.
     pub fanout_reached: Box<[AtomicU64]>,
     /// The last recovery this worker rolled back for: executors discard outputs they
-    /// buffered under an earlier one (held while they send, so none is sent after a rollback).
-    pub generation: RwLock<u64>,
+    /// buffered under an earlier one. Written only under `send_gate`.
+    pub generation: AtomicU64,
+    /// Held (shared) by executors while they send, and exclusively by a rollback while it
+    /// raises `generation`, so nothing buffered before a rollback is sent after it.
+    pub send_gate: RwLock<()>,
     /// Requests of epochs below this are dropped (they are from before a rollback).
     pub floor: AtomicU64,
     /// The checkpoint store, once opened (its location and itself).

@@ -62,6 +62,14 @@ pub struct Args {
     /// How long the cloud waits for every device to join, s.
     #[arg(long, default_value_t = 60.0)]
     pub join_timeout_s: f64,
+    /// After a link broke: how long a device keeps trying to reach the cloud again, and how
+    /// long the cloud waits for it, s.
+    #[arg(long, default_value_t = 60.0)]
+    pub reconnect_timeout_s: f64,
+    /// Bytes of cut-stream items a device keeps until the cloud acknowledges them, KiB; when
+    /// they fill it the device waits (backpressure) rather than drop any.
+    #[arg(long, default_value_t = 16 << 10)]
+    pub resend_buffer_kib: usize,
     /// Runtime workers in the cloud.
     #[arg(long, default_value_t = 2)]
     pub workers: usize,
@@ -143,6 +151,8 @@ fn device_options(
     o.shape = shape(args);
     o.flush = Duration::from_millis(args.flush_ms.max(1));
     o.connect_timeout = seconds(args.connect_timeout_s);
+    o.reconnect_timeout = seconds(args.reconnect_timeout_s);
+    o.resend_buffer = args.resend_buffer_kib << 10;
     o
 }
 
@@ -167,6 +177,9 @@ fn check_numbers(args: &Args) -> Result<()> {
     }
     duration_of_seconds("--connect-timeout-s", args.connect_timeout_s).map_err(|e| anyhow!(e))?;
     duration_of_seconds("--join-timeout-s", args.join_timeout_s).map_err(|e| anyhow!(e))?;
+    duration_of_seconds("--reconnect-timeout-s", args.reconnect_timeout_s)
+        .map_err(|e| anyhow!(e))?;
+    check_range("--resend-buffer-kib", args.resend_buffer_kib, 1, 4 << 20)?;
     check_range("--workers", args.workers, 1, MAX_WORKERS as usize)?;
     check_range("--slots", args.slots, 1, MAX_SLOTS)?;
     check_range("--flush-ms", args.flush_ms, 0, 60_000)?;
@@ -180,6 +193,7 @@ fn cloud_options(args: &Args, mode: Mode, inputs: Vec<(String, InputSpec)>) -> C
         workers: args.workers.max(1),
         slots: args.slots.max(1),
         join_timeout: seconds(args.join_timeout_s),
+        reconnect_timeout: seconds(args.reconnect_timeout_s),
         inputs,
         speed: args.speed,
         dump_state: args.dump_state.is_some(),
@@ -247,6 +261,12 @@ fn finish_cloud(args: &Args, report: &CloudReport, devices: &[DeviceReport]) -> 
             "  link {:<12} {:>10} bytes {:>9} items {:>6} frames",
             l.device, l.bytes, items, l.frames
         );
+        if l.reconnects > 0 {
+            println!(
+                "    reconnected {} time(s); {} resent frame(s) it already held discarded",
+                l.reconnects, l.duplicates
+            );
+        }
     }
     let lat = &report.latency;
     println!(
@@ -280,6 +300,9 @@ fn print_device(r: &DeviceReport, json: bool) -> Result<()> {
     );
     for (op, reason, n) in &r.rejected {
         println!("  {op} rejected {n} record(s): {reason}");
+    }
+    if r.reconnects > 0 {
+        println!("  reconnected {} time(s), resent {} frame(s)", r.reconnects, r.resent);
     }
     Ok(())
 }

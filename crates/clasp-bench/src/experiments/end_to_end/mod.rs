@@ -2,6 +2,7 @@
 //! through a burst and a gradual input: throughput, median and p95 latency, workers used,
 //! and CLASP's ratios against each baseline.
 
+pub mod convergence;
 mod runtime;
 mod sim;
 
@@ -14,14 +15,15 @@ use serde::{Deserialize, Serialize};
 
 pub use sim::{EndToEndRow, rows as sim_rows};
 
-/// The policies of Fig. 14 (DS2 added).
-pub const POLICIES: [Policy; 6] = [
+/// The policies of Fig. 14 (DS2 and the Flink autoscaler added).
+pub const POLICIES: [Policy; 7] = [
     Policy::Clasp,
     Policy::FaasFlow,
     Policy::FaasFlowSp,
     Policy::Zhang24,
     Policy::Zhang24Sp,
     Policy::Ds2,
+    Policy::Flink,
 ];
 
 /// The paper's figures, under both engines' results.

@@ -6,6 +6,7 @@
 //! emulated (`--set dispatch_cost=...`, see [`Regime`]; default both); every row names its
 //! regime, and the ratios of CLASP to each baseline are reported per regime.
 
+use super::convergence::{Convergence, Step, convergence};
 use super::{PatternName, RuntimeSettings};
 use crate::engine::runtime::testbed::Regime;
 use crate::engine::runtime::{app_pipeline, sig, worker_threads};
@@ -141,6 +142,7 @@ struct Outcome {
     regime: &'static str,
     throughput: f64,
     p50_ms: f64,
+    convergence: Convergence,
 }
 
 /// Runs the experiment on the runtime.
@@ -178,6 +180,20 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     );
     let mut over_time =
         Table::new("workers_over_time", &["dispatch costs", "policy", "time (s)", "workers"]);
+    let mut converged = Table::new(
+        "end_to_end_convergence",
+        &[
+            "dispatch costs",
+            "policy",
+            "pattern",
+            "rate changes",
+            "converged in one step",
+            "one-step share (%)",
+            "rescalings",
+        ],
+    );
+    let starts: Vec<f64> = pattern.stages().iter().map(|st| st.start_s).collect();
+    let end = pattern.duration().unwrap_or(0.0);
     let mut progress = crate::progress::Progress::new("end-to-end", regimes.len() * policies.len());
     let mut outcomes = Vec::new();
     for &regime in &regimes {
@@ -207,11 +223,28 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
                     w.to_string(),
                 ]);
             }
+            let steps: Vec<Step> = out
+                .stats
+                .scaling_events
+                .iter()
+                .map(|e| Step { time_s: e.time_s, to: e.to_workers })
+                .collect();
+            let c = convergence(&starts, end, &steps);
+            converged.row(vec![
+                regime.label().into(),
+                policy.name().into(),
+                name.into(),
+                c.changes.to_string(),
+                c.one_step.to_string(),
+                format!("{:.1}", 100.0 * c.share()),
+                c.rescalings.to_string(),
+            ]);
             outcomes.push(Outcome {
                 policy,
                 regime: regime.label(),
                 throughput: s.throughput,
                 p50_ms: s.latency.p50_us as f64 / 1e3,
+                convergence: c,
             });
         }
     }
@@ -226,7 +259,7 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     let report = Report {
         title: format!("Policies end to end on this runtime ({name} pattern)"),
         setup,
-        tables: vec![t, ratios(&outcomes), over_time],
+        tables: vec![t, ratios(&outcomes), converged, over_time],
         notes: vec![super::PAPER_NOTE.into()],
     };
     Ok(Output { report, charts: charts(&outcomes, name) })
@@ -297,6 +330,20 @@ fn charts(outcomes: &[Outcome], pattern: &str) -> Vec<Chart> {
             &format!("end-to-end-median-latency-{pattern}"),
             "median latency (ms)",
             |x| x.p50_ms,
+        ),
+        chart(
+            &format!(
+                "Convergence: rate changes at their stable count in one step, {pattern} (runtime)"
+            ),
+            &format!("end-to-end-convergence-{pattern}"),
+            "one-step share (%)",
+            |x| 100.0 * x.convergence.share(),
+        ),
+        chart(
+            &format!("Rescalings by policy, {pattern} (runtime)"),
+            &format!("end-to-end-rescalings-{pattern}"),
+            "rescalings",
+            |x| x.convergence.rescalings as f64,
         ),
     ]
 }

@@ -9,6 +9,7 @@
 //! (time-weighted mean) and scaling steps. Ratios are relative to the first policy (CLASP).
 
 use super::SimSettings;
+use super::convergence::{Convergence, Step, convergence};
 use crate::engine::sim::{Ctx, Setup, max_throughput, run_elastic};
 use crate::experiments::{Experiment, distinct, lookup};
 use crate::plot::{Chart, Series};
@@ -45,6 +46,9 @@ pub struct EndToEndRow {
     pub reference_throughput_ratio: f64,
     /// Median latency of the first policy relative to this one's, minus one (−0.76: 76 % lower).
     pub reference_p50_change: f64,
+    /// The pattern's rate changes and how many reached their stable count in one step
+    /// ([`super::convergence`]).
+    pub convergence: Convergence,
 }
 
 /// Runs the experiment for every application, both patterns and every policy.
@@ -82,6 +86,9 @@ fn one(
     let mut rows: Vec<EndToEndRow> = Vec::new();
     for &policy in policies {
         let s = run_elastic(p, setup, policy, pattern.clone(), duration, warmup)?;
+        let starts: Vec<f64> = pattern.stages().iter().map(|st| st.start_s).collect();
+        let steps: Vec<Step> =
+            s.scaling_events.iter().map(|e| Step { time_s: e.time_s, to: e.to_workers }).collect();
         let (p50, p95) = (s.latency.p50_us as f64 / 1e3, s.latency.p95_us as f64 / 1e3);
         let (ref_thr, ref_p50) =
             rows.first().map_or((s.throughput, p50), |r| (r.throughput, r.p50_ms));
@@ -97,6 +104,7 @@ fn one(
             scaling_steps: s.scaling_events.len(),
             reference_throughput_ratio: ref_thr / s.throughput.max(1e-9),
             reference_p50_change: ref_p50 / p50.max(1e-9) - 1.0,
+            convergence: convergence(&starts, duration, &steps),
         });
     }
     Ok(rows)
@@ -151,10 +159,12 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     let report = Report {
         title: "end-to-end (Fig. 14): burst and gradual input under each policy".into(),
         setup: lines,
-        tables: vec![ratios(&rows, first), table],
+        tables: vec![ratios(&rows, first), table, convergence_table(&rows)],
         notes: notes(&rows, first),
     };
-    Ok(Output { report, charts: charts(&rows) })
+    let mut charts = charts(&rows);
+    charts.extend(convergence_charts(&rows));
+    Ok(Output { report, charts })
 }
 
 /// Per baseline: CLASP's throughput ratio and median-latency change, best and mean.
@@ -241,4 +251,85 @@ fn notes(rows: &[EndToEndRow], first: &str) -> Vec<String> {
         .collect();
     out.push(super::PAPER_NOTE.into());
     out
+}
+
+/// Per policy (over every application, then per application): the gradual pattern's rate
+/// changes that converged in one step, and the rescalings under each pattern.
+fn convergence_table(rows: &[EndToEndRow]) -> Table {
+    let mut t = Table::new(
+        "end-to-end-convergence",
+        &[
+            "app",
+            "policy",
+            "gradual rate changes",
+            "converged in one step",
+            "one-step share (%)",
+            "rescalings, burst",
+            "rescalings, gradual",
+        ],
+    );
+    let mut apps = vec!["all".to_owned()];
+    apps.extend(distinct(rows, |r| &r.app));
+    for app in &apps {
+        for pol in distinct(rows, |r| &r.policy) {
+            let of = |pattern: &str| total(rows, app, &pol, pattern);
+            let (gradual, burst) = (of("gradual"), of("burst"));
+            t.row(vec![
+                app.clone(),
+                pol.clone(),
+                gradual.changes.to_string(),
+                gradual.one_step.to_string(),
+                num(100.0 * gradual.share(), 1),
+                burst.rescalings.to_string(),
+                gradual.rescalings.to_string(),
+            ]);
+        }
+    }
+    t
+}
+
+/// The convergence counts of `policy` under `pattern`, summed over `app` (`all`: every one).
+fn total(rows: &[EndToEndRow], app: &str, policy: &str, pattern: &str) -> Convergence {
+    let mut c = Convergence::default();
+    for r in rows
+        .iter()
+        .filter(|r| (app == "all" || r.app == app) && r.policy == policy && r.pattern == pattern)
+    {
+        c.add(r.convergence);
+    }
+    c
+}
+
+/// The one-step share of the gradual pattern's rate changes per application and policy, and
+/// the rescalings per policy under each pattern (every application).
+fn convergence_charts(rows: &[EndToEndRow]) -> Vec<Chart> {
+    let mut apps = distinct(rows, |r| &r.app);
+    apps.push("all".into());
+    let policies = distinct(rows, |r| &r.policy);
+    let share = policies.iter().fold(
+        Chart::bars(
+            "Convergence: gradual rate changes at their stable count in one step (sim)",
+            "application",
+            "one-step share (%)",
+        )
+        .named("end-to-end-convergence")
+        .categories(&apps),
+        |c, pol| {
+            let v = apps.iter().map(|a| 100.0 * total(rows, a, pol, "gradual").share()).collect();
+            c.series(Series::new(pol, v))
+        },
+    );
+    let rescalings = ["burst", "gradual"].iter().fold(
+        Chart::bars("Rescalings per pattern, every application (sim)", "policy", "rescalings")
+            .named("end-to-end-rescalings")
+            .categories(&policies),
+        |c, pattern| {
+            let v = policies
+                .iter()
+                .map(|pol| total(rows, "all", pol, pattern).rescalings as f64)
+                .collect();
+            c.series(Series::new(pattern, v))
+        },
+    );
+    vec![share, rescalings]
 }

@@ -9,20 +9,34 @@
 //! ```text
 //! device                                   cloud
 //!   magic, version, Hello{device, part} ->
-//!                                        <- Welcome            (or Reject{reason}, then close)
+//!                                        <- Welcome{held}      (or Reject{reason}, then close)
 //!                                        <- Start              (once every device has joined)
-//!   Data{connector, origin_ns, records} ->   (any number, in order per connector)
+//!   Data{connector, item}               ->   (any number, in order per connector)
+//!                                        <- Ack{connector, held}   (cumulative)
 //!   End{sent per connector}             ->
-//!                                        <- Ack{received per connector}
+//!                                        <- Done{received per connector}
+//!   Bye                                 ->
 //! ```
 //!
 //! `Hello` states the device's part of the cut (its operators and connectors, by name) so that
 //! a device and a cloud started with different pipelines or devices files refuse each other
-//! instead of mixing streams. `origin_ns` is when the device read the oldest raw record behind
-//! the frame (ns since the Unix epoch): end-to-end latency counts from it. `End` carries the
-//! records sent per connector; the cloud checks them against what it received, so nothing is
-//! lost silently. Connector numbers and per-connector counts are checked at decode against the
-//! connectors the receiver knows ([`Limits`]).
+//! instead of mixing streams. Each `Data` frame carries one [`Item`] of its connector's cut
+//! stream ([`item`]): a number, records with their event times, the device's watermark after
+//! them, and `origin_ns`, when the device read the oldest raw record behind them (ns since the
+//! Unix epoch; end-to-end latency counts from it).
+//!
+//! A device keeps every item until the cloud acknowledges it (`Ack` says how many items of the
+//! connector the cloud holds). When the connection breaks, the device connects again with the
+//! same `Hello`; the cloud's `Welcome` then says how many items of each connector it holds, the
+//! device resends the rest, and the cloud discards any it already has. `End` carries the
+//! records sent per connector; the cloud checks them against what it took, so nothing is lost
+//! silently, and answers `Done`; the device's `Bye` says it got it. Connector numbers and
+//! per-connector lists are checked at decode against the connectors the receiver knows
+//! ([`Limits`]), item numbers against the items held ([`Received`]).
+
+pub mod item;
+
+pub use item::{Fresh, Item, Received, SequenceError};
 
 use crate::bounds::{BoundsError, Validate, check_id, check_len};
 use crate::frame::Protocol;
@@ -33,7 +47,7 @@ use serde::{Deserialize, Serialize};
 pub const PROTOCOL: Protocol = Protocol {
     name: "clasp edge",
     magic: *b"CLASPEDG",
-    version: 2,
+    version: 3,
     on_mismatch: "run the same clasp on devices and cloud",
 };
 
@@ -68,20 +82,20 @@ pub struct Hello {
 pub enum ToCloud {
     /// First message.
     Hello(Hello),
-    /// Records of one connector.
+    /// One item of a connector's cut stream.
     Data {
         /// Index into `Hello::connectors`.
         connector: u16,
-        /// When the oldest raw record behind these was read (ns since the Unix epoch).
-        origin_ns: u64,
-        /// The records, keyed.
-        records: Batch,
+        /// The item.
+        item: Item,
     },
     /// The device's data is complete.
     End {
         /// Records sent per connector.
         sent: Vec<u64>,
     },
+    /// The device got `Done` and closes the connection.
+    Bye,
 }
 
 /// [`ToCloud`] by reference, for sending without copying: the same encoding, variant for
@@ -94,29 +108,41 @@ pub enum Outgoing<'a> {
     Data {
         /// Index into `Hello::connectors`.
         connector: u16,
-        /// When the oldest raw record behind these was read (ns since the Unix epoch).
-        origin_ns: u64,
-        /// The records, keyed.
-        records: &'a Batch,
+        /// The item.
+        item: Item<&'a Batch>,
     },
     /// See [`ToCloud::End`].
     End {
         /// Records sent per connector.
         sent: &'a [u64],
     },
+    /// See [`ToCloud::Bye`].
+    Bye,
 }
 
 /// Cloud → device.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ToDevice {
-    /// The device is admitted; `Start` follows when every device has joined.
-    Welcome,
+    /// The device is admitted; `Start` follows when every device has joined (at once when it
+    /// connects again).
+    Welcome {
+        /// Items the cloud holds per connector (0 on the first connection): the device sends
+        /// each connector's items from there.
+        held: Vec<u64>,
+    },
     /// The device is refused.
     Reject(String),
     /// Begin sending.
     Start,
-    /// Everything arrived: records received per connector.
+    /// The cloud holds the first `held` items of `connector`: the device may forget them.
     Ack {
+        /// Index into `Hello::connectors`.
+        connector: u16,
+        /// Items held.
+        held: u64,
+    },
+    /// Everything arrived: records received per connector.
+    Done {
         /// Records received per connector.
         received: Vec<u64>,
     },
@@ -137,6 +163,7 @@ impl Validate<Limits> for ToCloud {
                 check_id("Data.connector", u64::from(*connector), l.connectors as u64)
             }
             Self::End { sent } => check_len("End.sent", sent.len(), l.connectors),
+            Self::Bye => Ok(()),
         }
     }
 }
@@ -144,8 +171,12 @@ impl Validate<Limits> for ToCloud {
 impl Validate<Limits> for ToDevice {
     fn validate(&self, l: &Limits) -> Result<(), BoundsError> {
         match self {
-            Self::Ack { received } => check_len("Ack.received", received.len(), l.connectors),
-            Self::Welcome | Self::Reject(_) | Self::Start => Ok(()),
+            Self::Welcome { held } => check_len("Welcome.held", held.len(), l.connectors),
+            Self::Ack { connector, .. } => {
+                check_id("Ack.connector", u64::from(*connector), l.connectors as u64)
+            }
+            Self::Done { received } => check_len("Done.received", received.len(), l.connectors),
+            Self::Reject(_) | Self::Start => Ok(()),
         }
     }
 }
@@ -169,11 +200,13 @@ mod tests {
     #[test]
     fn frames_round_trip_and_count_their_bytes() {
         let mut records = Batch::new();
-        records.push(b"17", b"17,END,...");
+        records.push_timed(b"17", b"17,END,...", Some(1_357_000_060));
+        let item = Item { seq: 0, origin_ns: 5, watermark: Some(1_357_000_000), records };
         let msgs = [
             ToCloud::Hello(hello()),
-            ToCloud::Data { connector: 1, origin_ns: 5, records },
+            ToCloud::Data { connector: 1, item },
             ToCloud::End { sent: vec![0, 1] },
+            ToCloud::Bye,
         ];
         let mut wire = Vec::new();
         PROTOCOL.write_preamble(&mut wire).unwrap();
@@ -194,8 +227,8 @@ mod tests {
         assert_eq!(reader.consumed(), written as u64);
         assert!(reader.read_message::<ToCloud, _>(&mut r, &limits).unwrap().is_none());
         let mut by_ref = Vec::new();
-        let ToCloud::Data { records, .. } = &msgs[1] else { unreachable!() };
-        encode(&Outgoing::Data { connector: 1, origin_ns: 5, records }, &mut by_ref);
+        let ToCloud::Data { item, .. } = &msgs[1] else { unreachable!() };
+        encode(&Outgoing::Data { connector: 1, item: item.by_ref() }, &mut by_ref);
         buf.clear();
         encode(&msgs[1], &mut buf);
         assert_eq!(by_ref, buf);
@@ -219,13 +252,14 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         };
-        let data = ToCloud::Data { connector: 2, origin_ns: 0, records: Batch::new() };
+        let item = |seq| Item { seq, origin_ns: 0, watermark: None, records: Batch::new() };
+        let data = ToCloud::Data { connector: 2, item: item(0) };
         assert_eq!(
             refusal(&data, 2),
             BoundsError::Id { field: "Data.connector", value: 2, count: 2 }
         );
         // Before the hello no connector exists.
-        let data = ToCloud::Data { connector: 0, origin_ns: 0, records: Batch::new() };
+        let data = ToCloud::Data { connector: 0, item: item(7) };
         assert_eq!(
             refusal(&data, 0),
             BoundsError::Id { field: "Data.connector", value: 0, count: 0 }
@@ -235,13 +269,26 @@ mod tests {
             BoundsError::Length { field: "End.sent", len: 3, expected: 2 }
         );
         let mut buf = Vec::new();
-        encode(&ToDevice::Ack { received: vec![1] }, &mut buf);
+        encode(&ToDevice::Done { received: vec![1] }, &mut buf);
         let err = FrameReader::new("cloud", MAX_FRAME)
             .read_message::<ToDevice, _>(&mut &buf[..], &Limits { connectors: 2 })
             .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "cloud: Ack.received has 1 entries, the receiver expects 2; message dropped"
+            "cloud: Done.received has 1 entries, the receiver expects 2; message dropped"
+        );
+        let to_device = |m: &ToDevice| {
+            let mut buf = Vec::new();
+            encode(m, &mut buf);
+            FrameReader::new("cloud", MAX_FRAME)
+                .read_message::<ToDevice, _>(&mut &buf[..], &Limits { connectors: 2 })
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(to_device(&ToDevice::Ack { connector: 2, held: 1 }).contains("Ack.connector is 2"));
+        assert!(
+            to_device(&ToDevice::Welcome { held: vec![0, 0, 0] })
+                .contains("Welcome.held has 3 entries")
         );
     }
 
@@ -252,7 +299,7 @@ mod tests {
         let mut v1 = PROTOCOL.magic.to_vec();
         v1.extend_from_slice(&1u32.to_le_bytes());
         let err = PROTOCOL.read_preamble(&mut &v1[..], "p").unwrap_err();
-        assert!(err.to_string().contains("protocol v1, this node v2; run the same clasp"), "{err}");
+        assert!(err.to_string().contains("protocol v1, this node v3; run the same clasp"), "{err}");
         let huge = (MAX_FRAME + 1).to_le_bytes();
         let err = FrameReader::new("p", MAX_FRAME)
             .read_message::<ToDevice, _>(&mut &huge[..], &Limits::default())

@@ -3,28 +3,28 @@
 //!
 //! The device replays its sources ([`crate::input`]) through its operators — one instance of
 //! each, single-threaded, in the local driver — and every `flush` interval (or 4,096 records)
-//! sends what reached each connector as one `Data` frame, stamped with the read time of the
-//! oldest raw record behind it. At the end it sends `End` with its per-connector counts and
-//! waits for the cloud's `Ack`.
+//! sends what reached each connector as one item of its cut stream: the records with their
+//! event times, the connector's watermark after them, and the read time of the oldest raw
+//! record behind them. Items are kept until the cloud acknowledges them and resent after a
+//! reconnect ([`uplink`]). At the end it sends `End` with its per-connector counts and waits
+//! for the cloud's `Done`.
+
+mod uplink;
 
 use crate::cut::{self, Mode};
 use crate::engine::Engine;
 use crate::error::EdgeError;
 use crate::input::{self, InputSpec, Replay, Share};
-use crate::protocol::{self, Hello, Outgoing, ToDevice};
-use crate::shaper::{LinkShape, LinkWriter};
+use crate::protocol::Hello;
+use crate::shaper::LinkShape;
 use crate::subgraph::{self, DeviceGraph};
-use clasp_core::{Batch, Pipeline, Registry, SourceId};
+use clasp_core::{Pipeline, Registry, SourceId};
 use clasp_plan::edgecut::{CostModel, Devices};
 use clasp_runtime::worker::executor::now_ns;
-use clasp_wire::frame::PREAMBLE_LEN;
-use clasp_wire::{
-    Conn, Deadline, FrameReader, HANDSHAKE_DEADLINE, Opening, Security, WireError, write_frame,
-};
+use clasp_wire::Security;
 use serde::Serialize;
-use std::io::Write;
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
+use uplink::{LinkOptions, Uplink};
 
 /// Records buffered on a device before it sends them even if the flush interval has not
 /// passed.
@@ -51,6 +51,11 @@ pub struct DeviceOptions {
     pub batch_size: usize,
     /// How long to keep trying to reach the cloud.
     pub connect_timeout: Duration,
+    /// How long to keep trying to reach the cloud again after the link broke.
+    pub reconnect_timeout: Duration,
+    /// Bytes of items kept until the cloud acknowledges them; when they fill it the device
+    /// waits before it reads on.
+    pub resend_buffer: usize,
     /// Whether a file input is the whole source, of which the device keeps its share (as for a
     /// generated trace); otherwise a file is the device's own raw data.
     pub split_files: bool,
@@ -59,7 +64,8 @@ pub struct DeviceOptions {
 }
 
 impl DeviceOptions {
-    /// Options with the defaults: cut, unpaced, unshaped, 10 ms flush, 10 s to connect.
+    /// Options with the defaults: cut, unpaced, unshaped, 10 ms flush, 10 s to connect, 60 s
+    /// to connect again, 16 MiB of items awaiting acknowledgement.
     pub fn new(device: &str, join: &str, inputs: Vec<(String, InputSpec)>) -> Self {
         Self {
             device: device.to_owned(),
@@ -71,6 +77,8 @@ impl DeviceOptions {
             flush: Duration::from_millis(10),
             batch_size: 64,
             connect_timeout: Duration::from_secs(10),
+            reconnect_timeout: Duration::from_secs(60),
+            resend_buffer: 16 << 20,
             split_files: false,
             security: Security::insecure(),
         }
@@ -88,10 +96,14 @@ pub struct DeviceReport {
     pub records_read: u64,
     /// Records sent per connector: `(name, count)`.
     pub sent: Vec<(String, u64)>,
-    /// Bytes written to its link: preamble and frames.
+    /// Bytes written to its link: preambles and frames, resent ones included.
     pub bytes: u64,
-    /// Data frames sent.
+    /// Data frames sent (each once).
     pub frames: u64,
+    /// Times the device connected again after its link broke.
+    pub reconnects: u64,
+    /// Data frames sent again after a reconnect.
+    pub resent: u64,
     /// Records its operators rejected: `(operator, reason, count)`.
     pub rejected: Vec<(String, String, u64)>,
     /// Seconds from the cloud's start signal to the cloud's acknowledgement.
@@ -202,18 +214,27 @@ pub fn run(
 /// Connects a prepared device, waits for the start and replays its data.
 pub fn execute(prepared: Prepared, opts: &DeviceOptions) -> Result<DeviceReport, EdgeError> {
     let Prepared { plan, mut replays, mut engine } = prepared;
-    let mut link = Uplink::connect(opts, &plan.hello)?;
-    link.await_start()?;
+    let link_opts = LinkOptions {
+        join: opts.join.clone(),
+        security: opts.security.clone(),
+        shape: opts.shape,
+        connect_timeout: opts.connect_timeout,
+        reconnect_timeout: opts.reconnect_timeout,
+        resend_buffer: opts.resend_buffer,
+    };
+    let mut link = Uplink::connect(link_opts, &plan.hello)?;
     let started = Instant::now();
     let records_read = replay(&mut replays, &mut engine, &mut link, opts)?;
-    let (sent, bytes, frames) = link.finish()?;
+    let counts = link.finish()?;
     Ok(DeviceReport {
         device: opts.device.clone(),
         operators: plan.hello.operators.clone(),
         records_read,
-        sent: plan.hello.connectors.iter().cloned().zip(sent).collect(),
-        bytes,
-        frames,
+        sent: plan.hello.connectors.iter().cloned().zip(counts.sent).collect(),
+        bytes: counts.bytes,
+        frames: counts.frames,
+        reconnects: counts.reconnects,
+        resent: counts.resent,
         rejected: engine.rejections(),
         seconds: started.elapsed().as_secs_f64(),
     })
@@ -301,168 +322,12 @@ impl Outbox {
     /// Runs the engine on what is buffered and sends one frame per connector that got records.
     fn send(&mut self, engine: &mut Engine, link: &mut Uplink) -> Result<(), EdgeError> {
         let origin = self.oldest_ns.take().unwrap_or_else(now_ns);
-        engine.drain(|connector, records| link.data(connector, origin, records))?;
+        engine.drain(|connector, records, watermark| {
+            link.data(connector, origin, watermark, records)
+        })?;
         link.flush()?;
         self.pending = 0;
         self.since = Instant::now();
         Ok(())
-    }
-}
-
-/// The device's connection to the cloud.
-struct Uplink {
-    peer: String,
-    writer: Option<LinkWriter>,
-    reader: Conn,
-    incoming: FrameReader,
-    frame: Vec<u8>,
-    sent: Vec<u64>,
-    bytes: u64,
-    frames: u64,
-    device: String,
-}
-
-impl Uplink {
-    /// Connects (retrying until the timeout), says hello and waits to be welcomed.
-    fn connect(opts: &DeviceOptions, hello: &Hello) -> Result<Self, EdgeError> {
-        let tcp = connect_retrying(&opts.join, opts.connect_timeout)?;
-        let peer = format!("the cloud at {}", opts.join);
-        let io_err =
-            |e: std::io::Error| EdgeError::Protocol { peer: peer.clone(), problem: e.to_string() };
-        let me = protocol::device_identity(&hello.device);
-        let opening = Opening {
-            security: &opts.security,
-            protocol: &protocol::PROTOCOL,
-            identity: &me,
-            max_frame: protocol::MAX_FRAME,
-            deadline: Deadline::after(HANDSHAKE_DEADLINE),
-        };
-        let expect = |id: &str| {
-            if id == protocol::CLOUD_IDENTITY {
-                Ok(())
-            } else {
-                Err(format!("expected the cloud, reached `{}`", clasp_wire::auth::printable(id)))
-            }
-        };
-        let link =
-            clasp_wire::link::dial(tcp, &opts.join, &opening, expect).map_err(|e| match e {
-                WireError::Rejected { reason, .. } => EdgeError::Refused {
-                    addr: opts.join.clone(),
-                    device: hello.device.clone(),
-                    reason,
-                },
-                other => EdgeError::Protocol { peer: peer.clone(), problem: other.to_string() },
-            })?;
-        let stream = link.conn;
-        let reader = stream.try_clone().map_err(io_err)?;
-        let mut frame = Vec::new();
-        clasp_wire::encode(&Outgoing::Hello(hello), &mut frame);
-        (&stream).write_all(&frame).map_err(io_err)?;
-        stream.set_timeouts(None).map_err(io_err)?;
-        let head_len = PREAMBLE_LEN + frame.len();
-        let mut incoming = link.reader;
-        incoming.set_max_frame(protocol::MAX_FRAME);
-        let mut link = Self {
-            peer: peer.clone(),
-            writer: Some(LinkWriter::new(stream, opts.shape)),
-            reader,
-            incoming,
-            frame,
-            sent: vec![0; hello.connectors.len()],
-            bytes: head_len as u64,
-            frames: 0,
-            device: hello.device.clone(),
-        };
-        match link.receive()? {
-            ToDevice::Welcome => Ok(link),
-            other => Err(link.unexpected(other, "Welcome")),
-        }
-    }
-
-    fn await_start(&mut self) -> Result<(), EdgeError> {
-        match self.receive()? {
-            ToDevice::Start => Ok(()),
-            other => Err(self.unexpected(other, "Start")),
-        }
-    }
-
-    fn receive(&mut self) -> Result<ToDevice, EdgeError> {
-        let limits = protocol::Limits { connectors: self.sent.len() };
-        match self.incoming.read_message::<ToDevice, _>(&mut self.reader, &limits) {
-            Ok(Some(ToDevice::Reject(reason))) => Err(EdgeError::Refused {
-                addr: self.peer.trim_start_matches("the cloud at ").to_owned(),
-                device: self.device.clone(),
-                reason,
-            }),
-            Ok(Some(m)) => Ok(m),
-            Ok(None) => Err(self.protocol("closed the connection (the cloud's output says why)")),
-            Err(e) => Err(self.protocol(&e.to_string())),
-        }
-    }
-
-    fn unexpected(&self, m: ToDevice, wanted: &str) -> EdgeError {
-        self.protocol(&format!("expected {wanted}, got {m:?}"))
-    }
-
-    fn protocol(&self, problem: &str) -> EdgeError {
-        EdgeError::Protocol { peer: self.peer.clone(), problem: problem.to_owned() }
-    }
-
-    fn data(&mut self, connector: usize, origin_ns: u64, records: &Batch) -> Result<(), EdgeError> {
-        let msg = Outgoing::Data { connector: connector as u16, origin_ns, records };
-        self.write(msg)?;
-        self.sent[connector] += records.len() as u64;
-        self.frames += 1;
-        Ok(())
-    }
-
-    fn write(&mut self, msg: Outgoing<'_>) -> Result<(), EdgeError> {
-        let written = match self.writer.as_mut() {
-            Some(w) => write_frame(w, &msg, &mut self.frame),
-            None => Err(std::io::Error::other("the link is closed")),
-        };
-        let n = written.map_err(|e| self.protocol(&format!("sending: {e}")))?;
-        self.bytes += n as u64;
-        Ok(())
-    }
-
-    /// Hands what was written to the link now rather than when a buffer fills.
-    fn flush(&mut self) -> Result<(), EdgeError> {
-        let flushed = self.writer.as_mut().map_or(Ok(()), Write::flush);
-        flushed.map_err(|e| self.protocol(&format!("sending: {e}")))
-    }
-
-    /// Sends `End`, delivers everything and waits for the cloud's acknowledgement; returns the
-    /// records sent per connector, the bytes and the data frames.
-    fn finish(mut self) -> Result<(Vec<u64>, u64, u64), EdgeError> {
-        let sent = self.sent.clone();
-        self.write(Outgoing::End { sent: &sent })?;
-        if let Some(w) = self.writer.take() {
-            w.finish().map_err(|e| self.protocol(&format!("sending: {e}")))?;
-        }
-        match self.receive()? {
-            ToDevice::Ack { received } if received == self.sent => {
-                Ok((self.sent.clone(), self.bytes, self.frames))
-            }
-            ToDevice::Ack { received } => Err(self.protocol(&format!(
-                "the cloud received {received:?} records per connector, {:?} were sent",
-                self.sent
-            ))),
-            other => Err(self.unexpected(other, "Ack")),
-        }
-    }
-}
-
-/// Connects to `addr`, retrying every 100 ms until `timeout`.
-fn connect_retrying(addr: &str, timeout: Duration) -> Result<TcpStream, EdgeError> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match TcpStream::connect(addr) {
-            Ok(s) => return Ok(s),
-            Err(e) if Instant::now() >= deadline => {
-                return Err(EdgeError::Unreachable { addr: addr.to_owned(), error: e.to_string() });
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
-        }
     }
 }
