@@ -230,14 +230,21 @@ const SPARE_RECORDS: usize = 256;
 impl Batch {
     /// Gives a batch whose records are no longer needed back, for a later decode to reuse its
     /// buffers (dropped instead when the spares are full or its buffers are large).
-    pub fn release(mut self) {
-        if self.bytes.capacity() > SPARE_BYTES || self.meta.capacity() > SPARE_RECORDS {
-            return;
-        }
-        self.clear();
+    pub fn release(self) {
+        Self::release_all([self]);
+    }
+
+    /// [`Batch::release`] for several batches, taking the spares' lock once.
+    pub fn release_all(batches: impl IntoIterator<Item = Batch>) {
         let mut spare = crate::sync::lock(&SPARE);
-        if spare.len() < SPARE_BATCHES {
-            spare.push(self);
+        for mut b in batches {
+            if spare.len() >= SPARE_BATCHES {
+                return;
+            }
+            if b.bytes.capacity() <= SPARE_BYTES && b.meta.capacity() <= SPARE_RECORDS {
+                b.clear();
+                spare.push(b);
+            }
         }
     }
 

@@ -108,6 +108,28 @@ pub trait Source: Send {
     }
 }
 
+/// Seeks a source whose position is a record count forward from `read` records to `to`,
+/// reading with `next` (a stream that is not kept cannot go back).
+pub fn skip_records(
+    read: u64,
+    to: u64,
+    mut next: impl FnMut(&mut InputRecord) -> io::Result<Next>,
+) -> Result<(), SourceError> {
+    if to < read {
+        return Err(SourceError::CannotRewind { at: read, to });
+    }
+    let (mut at, mut rec) = (read, InputRecord::default());
+    while at < to {
+        reset(&mut rec);
+        match next(&mut rec)? {
+            Next::Record => at += 1,
+            Next::Idle => {}
+            Next::End => return Err(SourceError::PastEnd { end: at, to }),
+        }
+    }
+    Ok(())
+}
+
 /// Clears what a source sets, before asking it for a record.
 #[inline]
 pub fn reset(rec: &mut InputRecord) {
@@ -166,18 +188,8 @@ impl<L: LineSource> Source for Lines<L> {
 
     fn seek(&mut self, position: &SourcePosition) -> Result<(), SourceError> {
         let to = position.number()?;
-        if to < self.read {
-            return Err(SourceError::CannotRewind { at: self.read, to });
-        }
-        let mut rec = InputRecord::default();
-        while self.read < to {
-            reset(&mut rec);
-            match self.inner.next_record(&mut rec)? {
-                Next::Record => self.read += 1,
-                Next::Idle => {}
-                Next::End => return Err(SourceError::PastEnd { end: self.read, to }),
-            }
-        }
+        skip_records(self.read, to, |rec| self.inner.next_record(rec))?;
+        self.read = to;
         Ok(())
     }
 }

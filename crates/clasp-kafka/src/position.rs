@@ -29,11 +29,18 @@ pub enum PositionError {
 /// Encodes next offsets per partition.
 pub fn encode(next: &BTreeMap<i32, i64>) -> Vec<u8> {
     let mut out = Vec::with_capacity(next.len() * ENTRY);
+    encode_into(&mut out, next.iter().map(|(&p, &o)| (p, o)));
+    out
+}
+
+/// [`encode`] into `out` (replacing what it held), from `(partition, next offset)` pairs in
+/// partition order.
+pub fn encode_into(out: &mut Vec<u8>, next: impl IntoIterator<Item = (i32, i64)>) {
+    out.clear();
     for (p, o) in next {
         out.extend_from_slice(&p.to_le_bytes());
         out.extend_from_slice(&o.to_le_bytes());
     }
-    out
 }
 
 /// Decodes what [`encode`] made.

@@ -64,6 +64,8 @@ impl Partition {
 pub struct KafkaSource {
     connection: Connection,
     partitions: Vec<Partition>,
+    /// Indices of `partitions` in partition order (how a position lists them).
+    by_id: Vec<usize>,
     /// The partition the next record is taken from.
     turn: usize,
     options: SourceOptions,
@@ -142,7 +144,9 @@ impl KafkaSource {
                 partition: *p,
             });
         }
-        Ok(Self { connection, partitions, turn: 0, options })
+        let mut by_id: Vec<usize> = (0..partitions.len()).collect();
+        by_id.sort_unstable_by_key(|&i| partitions[i].id);
+        Ok(Self { connection, partitions, by_id, turn: 0, options })
     }
 
     /// The next offset of every partition read.
@@ -287,7 +291,15 @@ impl Source for KafkaSource {
     }
 
     fn position(&self) -> SourcePosition {
-        SourcePosition(position::encode(&self.next_offsets()))
+        let mut at = SourcePosition::default();
+        self.position_into(&mut at);
+        at
+    }
+
+    /// Asked before every record: written in place, without the map of `next_offsets`.
+    fn position_into(&self, out: &mut SourcePosition) {
+        let next = self.by_id.iter().map(|&i| (self.partitions[i].id, self.partitions[i].next));
+        position::encode_into(&mut out.0, next);
     }
 
     /// Offsets go back as well as forward, while the broker retains them.

@@ -104,27 +104,27 @@ impl Staging {
         while let Some(pos) = self.sealed.iter().position(|s| s.checkpoint <= checkpoint) {
             let segment = self.sealed.remove(pos);
             produce_segment(sink, &segment, &HashSet::new())?;
-            let name = segment::name(segment.checkpoint);
-            self.store.delete(&name).map_err(|source| KafkaError::Store {
-                operation: "deleting",
-                name,
-                source,
-            })?;
+            self.delete_segment(segment.checkpoint)?;
         }
         Ok(())
+    }
+
+    /// Deletes checkpoint `checkpoint`'s segment from the store.
+    fn delete_segment(&self, checkpoint: u64) -> Result<(), KafkaError> {
+        let name = segment::name(checkpoint);
+        self.store.delete(&name).map_err(|source| KafkaError::Store {
+            operation: "deleting",
+            name,
+            source,
+        })
     }
 
     /// A recovery: drops every record not committed, and the sealed segments from the store.
     pub(crate) fn discard(&mut self) -> Result<(), KafkaError> {
         self.pending.clear();
         self.sinks.clear();
-        for s in self.sealed.drain(..) {
-            let name = segment::name(s.checkpoint);
-            self.store.delete(&name).map_err(|source| KafkaError::Store {
-                operation: "deleting",
-                name,
-                source,
-            })?;
+        for s in std::mem::take(&mut self.sealed) {
+            self.delete_segment(s.checkpoint)?;
         }
         Ok(())
     }

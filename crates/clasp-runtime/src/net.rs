@@ -288,9 +288,7 @@ pub fn spawn_sender(
 /// [`clasp_core::batch::Batch::release`]).
 fn release_batches(m: Message) {
     if let Message::Requests(requests) = m {
-        for r in requests {
-            r.batch.release();
-        }
+        clasp_core::batch::Batch::release_all(requests.into_iter().map(|r| r.batch));
     }
 }
 

@@ -115,20 +115,13 @@ impl Source for ConnectorInput {
         SourcePosition::at(self.read)
     }
 
+    fn position_into(&self, out: &mut SourcePosition) {
+        out.set_number(self.read);
+    }
+
     /// Forward only, like any stream that is not kept.
     fn seek(&mut self, position: &SourcePosition) -> Result<(), SourceError> {
-        let to = position.number()?;
-        if to < self.read {
-            return Err(SourceError::CannotRewind { at: self.read, to });
-        }
-        let mut rec = InputRecord::default();
-        while self.read < to {
-            source::reset(&mut rec);
-            if self.next_record(&mut rec)? == Next::End {
-                return Err(SourceError::PastEnd { end: self.read, to });
-            }
-        }
-        Ok(())
+        source::skip_records(self.read, position.number()?, |rec| self.next_record(rec))
     }
 
     fn watermark(&self) -> Option<u64> {
