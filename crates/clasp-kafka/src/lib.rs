@@ -9,6 +9,7 @@ pub mod address;
 mod connect;
 pub mod error;
 pub mod position;
+mod publisher;
 pub mod segment;
 pub mod sink;
 pub mod source;
