@@ -136,8 +136,9 @@ fn run(
     shared: &Shared,
 ) {
     for segment in segments {
-        let result = crate::staging::produce_segment(&mut sink, &segment, &Default::default())
-            .and_then(|()| crate::staging::delete_segment(store, segment.checkpoint));
+        let checkpoint = segment.checkpoint;
+        let result = crate::staging::produce_segment(&mut sink, segment, &Default::default())
+            .and_then(|()| crate::staging::delete_segment(store, checkpoint));
         let mut p = lock(shared);
         p.ends.clone_from(&sink.ends);
         match result {

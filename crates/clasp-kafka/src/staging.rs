@@ -20,7 +20,7 @@
 use crate::error::KafkaError;
 use crate::publisher::Publisher;
 use crate::segment::{self, Segment, StagedRecord};
-use crate::sink::{KafkaSink, SINK_HEADER};
+use crate::sink::{BATCH_RECORDS, KafkaSink, SINK_HEADER};
 use clasp_runtime::fault::store::CheckpointStore;
 use rskafka::chrono::DateTime;
 use rskafka::record::Record;
@@ -127,15 +127,17 @@ pub(crate) fn delete_segment(
     store.delete(&name).map_err(|source| KafkaError::Store { operation: "deleting", name, source })
 }
 
-/// Produces the records of `segment` whose sequence numbers are not in `skip`.
+/// Produces the records of `segment` whose sequence numbers are not in `skip`, a round of up
+/// to [`BATCH_RECORDS`] per partition at a time, so only a round is ever built as Kafka records.
 pub(crate) fn produce_segment(
     sink: &mut KafkaSink,
-    segment: &Segment,
+    segment: Segment,
     skip: &HashSet<u64>,
 ) -> Result<(), KafkaError> {
     let checkpoint = segment.checkpoint.to_string().into_bytes();
-    let mut batches: BTreeMap<usize, Vec<Record>> = BTreeMap::new();
-    for (seq, r) in segment.records.iter().enumerate() {
+    let round = BATCH_RECORDS * sink.partitions.len();
+    let (mut batches, mut built): (BTreeMap<usize, Vec<Record>>, usize) = Default::default();
+    for (seq, r) in segment.records.into_iter().enumerate() {
         let seq = seq as u64;
         if skip.contains(&seq) {
             continue;
@@ -154,11 +156,16 @@ pub(crate) fn produce_segment(
         ]
         .into();
         batches.entry(index).or_default().push(Record {
-            key: r.key.clone(),
-            value: Some(r.value.clone()),
+            key: r.key,
+            value: Some(r.value),
             headers,
             timestamp: DateTime::from_timestamp_millis(r.timestamp_ms).unwrap_or_default(),
         });
+        built += 1;
+        if built >= round {
+            sink.produce(std::mem::take(&mut batches).into_iter().collect())?;
+            built = 0;
+        }
     }
     sink.produce(batches.into_iter().collect())
 }
@@ -189,7 +196,7 @@ pub(crate) fn complete(
         });
     }
     let there = produced_of(sink, &segment)?;
-    produce_segment(sink, &segment, &there)?;
+    produce_segment(sink, segment, &there)?;
     delete_segment(store, id)
 }
 
@@ -327,7 +334,7 @@ mod tests {
         let mut staging = sink.staging.take().unwrap();
         let segment = staging.sealed.remove(0);
         let odd: HashSet<u64> = (0..60).filter(|s| s % 2 == 1).collect();
-        produce_segment(&mut sink, &segment, &odd).unwrap();
+        produce_segment(&mut sink, segment, &odd).unwrap();
         drop(sink);
         assert_eq!(values(&broker, &topic).len(), 130);
         let resumed = crate::open_exactly_once_sink(&spec, store.clone(), Some(3)).unwrap();
