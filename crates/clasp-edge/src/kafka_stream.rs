@@ -123,10 +123,7 @@ mod tests {
         assert_eq!((back.seq, back.watermark, back.records.time(0)), (4, Some(3), Some(5)));
         // The value is a Data frame's item: the frame is its length, the connector, the item.
         let mut frame = Vec::new();
-        clasp_wire::encode(
-            &crate::protocol::Outgoing::Data { connector: 0, item: item.clone() },
-            &mut frame,
-        );
+        clasp_wire::encode(&crate::protocol::Outgoing::Data { connector: 0, item }, &mut frame);
         assert!(frame.ends_with(&r.value));
         let end = StreamEnd { items: 2, records: 7, pipeline: "p".into(), mode: "cut".into() };
         let r = end_record(b"a/c", 1, &end);
