@@ -10,6 +10,7 @@ pub mod address;
 mod connect;
 pub mod error;
 pub mod position;
+mod publisher;
 pub mod records;
 pub mod segment;
 pub mod sink;
