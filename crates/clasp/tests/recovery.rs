@@ -257,8 +257,19 @@ fn wc_recovers_exactly_when_a_staying_worker_dies_during_a_scale_in() {
 }
 
 #[test]
+fn a_worker_killed_while_a_recovery_restores_joins_that_recovery() {
+    let schedule = Schedule { workers: &["requests:90", "restore:1"], planner: None, seed: SEED };
+    let stats = scaled_scenario("restore", "wc", 30_000, None, &schedule, &OUT_AND_IN);
+    let recoveries = stats["recoveries"].as_array().unwrap();
+    assert_eq!(recoveries.len(), 1, "one recovery, restarted: {recoveries:#?}");
+    let lost = lost_workers(&stats);
+    assert_eq!(lost.len(), 2, "both workers killed are recovered from: {lost:?}");
+}
+
+#[test]
 fn a_killed_planner_resumes_with_exact_output() {
-    let schedule = Schedule { workers: &["requests:90"], planner: Some("checkpoint:4"), seed: SEED };
+    let schedule =
+        Schedule { workers: &["requests:90"], planner: Some("checkpoint:4"), seed: SEED };
     scenario("planner", "nwm", 30_000, None, &schedule);
     scenario("planner", "wc", 30_000, None, &schedule);
 }
@@ -269,6 +280,7 @@ fn the_same_against_redis() {
     let n = scenario("redis", "wc", 30_000, Some(store), &FIVE_KILLS);
     assert!(n >= 5, "{n} workers recovered from for five kills");
     let Some(store) = redis("planner") else { return };
-    let schedule = Schedule { workers: &["checkpoint:1"], planner: Some("checkpoint:4"), seed: SEED };
+    let schedule =
+        Schedule { workers: &["checkpoint:1"], planner: Some("checkpoint:4"), seed: SEED };
     scenario("redis", "nwm", 30_000, Some(store), &schedule);
 }

@@ -354,6 +354,7 @@ impl JobHooks<'_> {
         };
         let orders =
             restore_orders(&pipeline, &routing, manifest.as_ref(), generation, &f.store.location());
+        lock(&f.kills).at_restore(&planner.worker_pids());
         let restored = planner.restore(orders)?;
         let positions = positions_of(&pipeline, manifest.as_ref(), f.cfg.resume.as_ref());
         planner.resume_from(routing, &positions);
