@@ -1,7 +1,7 @@
 //! Devices and cloud in one process: the cloud's ingress on loopback, every device of the
 //! devices file on a thread of its own, connected by real TCP (through the user-space shaper
-//! when a link shape is given). For a quick look, for tests, and for the experiment when no
-//! network namespaces can be made.
+//! when a link shape is given), or through a Kafka topic (`uplink`). For a quick look, for
+//! tests, and for the experiment when no network namespaces can be made.
 
 use crate::cloud::{Cloud, CloudOptions, CloudReport};
 use crate::cut::Mode;
@@ -9,6 +9,7 @@ use crate::device::{self, DeviceOptions, DeviceReport};
 use crate::error::EdgeError;
 use crate::input::InputSpec;
 use crate::shaper::LinkShape;
+use crate::transport::Transport;
 use clasp_core::{Pipeline, Registry};
 use clasp_plan::edgecut::{CostModel, Devices};
 use clasp_runtime::planner::SinkOutput;
@@ -27,6 +28,8 @@ pub struct EmbeddedOptions {
     pub shape: LinkShape,
     /// Longest a record waits on a device before it is sent.
     pub flush: Duration,
+    /// How the cut streams reach the cloud: loopback TCP, or a Kafka topic.
+    pub uplink: Transport,
     /// The cloud side (its `listen` and `mode` are set here).
     pub cloud: CloudOptions,
 }
@@ -40,6 +43,7 @@ impl EmbeddedOptions {
             speed: 0.0,
             shape: LinkShape::default(),
             flush: Duration::from_millis(10),
+            uplink: Transport::Connector,
             cloud: CloudOptions::default(),
         }
     }
@@ -66,6 +70,10 @@ pub fn run(
     let mut cloud_opts = opts.cloud.clone();
     cloud_opts.listen = "127.0.0.1:0".into();
     cloud_opts.mode = opts.mode;
+    cloud_opts.uplink = opts.uplink.clone();
+    // Over Kafka nothing holds the devices back until the cloud runs: they start when it does.
+    let (started_tx, started) = crossbeam_channel::bounded(1);
+    cloud_opts.started = Some(started_tx);
     // Devices and cloud are all started here: they share a secret made for the run.
     cloud_opts.security = cloud_opts.security.or_generated()?;
     let security = cloud_opts.security.clone();
@@ -86,6 +94,7 @@ pub fn run(
         o.speed = opts.speed;
         o.shape = opts.shape;
         o.flush = opts.flush;
+        o.uplink = opts.uplink.clone();
         o.split_files = true;
         o.security = security.clone();
         prepared.push((device::prepare(p, devices, model, registry, &o)?, o));
@@ -95,6 +104,14 @@ pub fn run(
         .name("edge-cloud".into())
         .spawn(move || cloud.run(&registry, sink))
         .expect("spawn the cloud");
+    if matches!(opts.uplink, Transport::Kafka(_)) && started.recv().is_err() {
+        // The cloud stopped before it started taking items: its error says why.
+        return Err(cloud_thread
+            .join()
+            .unwrap_or_else(|_| Err(EdgeError::Runtime("the cloud panicked".into())))
+            .err()
+            .unwrap_or_else(|| EdgeError::Runtime("the cloud ended before it started".into())));
+    }
     let device_threads: Vec<_> = prepared
         .into_iter()
         .map(|(prep, o)| {

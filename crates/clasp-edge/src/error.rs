@@ -113,6 +113,36 @@ pub enum EdgeError {
     /// Setting up or using the emulated WAN failed.
     #[error("WAN emulation: {0}")]
     Wan(String),
+    /// `--uplink` is malformed.
+    #[error("--uplink {given}: {problem}")]
+    Transport {
+        /// The argument as given.
+        given: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The Kafka uplink failed: the broker, the topic or a produce or fetch.
+    #[cfg(feature = "kafka")]
+    #[error("{what}: {source}")]
+    Kafka {
+        /// What was being done, and by whom.
+        what: String,
+        /// The connector's error.
+        #[source]
+        source: clasp_kafka::KafkaError,
+    },
+    /// A record in the cut streams' topic is not one a device produces.
+    #[error("topic `{topic}` partition {partition} offset {offset}: {why}")]
+    BadRecord {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The record's offset.
+        offset: i64,
+        /// What is wrong with it.
+        why: String,
+    },
     /// Writing results failed.
     #[error("writing {what}: {error}")]
     Output {

@@ -46,7 +46,7 @@ impl LinkShape {
 
     /// When a segment of `len` bytes offered at `at` reaches the far end, given when the link
     /// is free; updates `free`.
-    fn delivery(&self, at: Instant, len: usize, free: &mut Instant) -> Instant {
+    pub(crate) fn delivery(&self, at: Instant, len: usize, free: &mut Instant) -> Instant {
         let start = (*free).max(at);
         let busy = self
             .bandwidth_bps

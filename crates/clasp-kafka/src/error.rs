@@ -136,6 +136,12 @@ pub enum KafkaError {
         #[source]
         source: crate::segment::SegmentError,
     },
+    /// The exactly-once sink's producer stopped at an error reported before.
+    #[error("topic `{topic}`: the sink's producer stopped after an earlier error")]
+    PublisherStopped {
+        /// The topic.
+        topic: String,
+    },
     /// Starting the connector's I/O runtime failed.
     #[error("starting the Kafka client's runtime")]
     Runtime(#[source] std::io::Error),

@@ -3,12 +3,15 @@
 //! position a checkpoint stores), and [`KafkaSink`] writes the records reaching a pipeline's
 //! sinks to a topic, by checkpoint when checkpoints are on (exactly once). Both take the spec after `kafka:` in `--input` and `--output`
 //! ([`address`]), and speak the Kafka protocol through `rskafka`. [`topics`] creates topics
-//! and produces records for scripts and tests.
+//! and produces records for scripts and tests; [`records`] carries records another layer
+//! encodes (the edge runner's cut streams).
 
 pub mod address;
 mod connect;
 pub mod error;
 pub mod position;
+mod publisher;
+pub mod records;
 pub mod segment;
 pub mod sink;
 pub mod source;

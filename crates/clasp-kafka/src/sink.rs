@@ -12,6 +12,7 @@
 use crate::address::KafkaAddress;
 use crate::connect::Connection;
 use crate::error::KafkaError;
+use crate::publisher::Publisher;
 use crate::staging::Staging;
 use clasp_core::Batch;
 use clasp_runtime::fault::output::OutputMark;
@@ -101,11 +102,14 @@ impl KafkaSink {
         store: Arc<dyn CheckpointStore>,
         resume: Option<u64>,
     ) -> Result<Self, KafkaError> {
-        let mut sink = Self::open(address)?;
+        let mut sink = Self::open(address.clone())?;
         if let Some(id) = resume {
             crate::staging::complete(&mut sink, &*store, id)?;
         }
-        sink.staging = Some(Staging::new(store));
+        let mut producer = Self::open(address)?;
+        producer.ends.clone_from(&sink.ends);
+        let publisher = Publisher::spawn(producer, store.clone())?;
+        sink.staging = Some(Staging::new(store, publisher));
         Ok(sink)
     }
 
@@ -232,26 +236,37 @@ impl SinkOutput for KafkaSink {
         Ok(())
     }
 
-    /// Without checkpoints, sends what is buffered; with them, nothing: records not sealed
-    /// into a committed checkpoint are never produced.
+    /// Without checkpoints, sends what is buffered; with them, waits until the committed
+    /// checkpoints are produced: records not sealed into a committed checkpoint are never
+    /// produced.
     fn flush(&mut self) -> std::io::Result<()> {
-        Ok(self.send()?)
+        match &self.staging {
+            Some(s) => Ok(s.publisher.wait_idle()?),
+            None => Ok(self.send()?),
+        }
     }
 
+    /// Waits for the previous checkpoint's produce first (the planner starts a checkpoint only
+    /// once it is done, so this rarely waits): a segment records each partition's end before
+    /// its records, and at most one committed segment is ever outstanding.
     fn seal(&mut self, checkpoint: u64) -> std::io::Result<Option<OutputMark>> {
-        let ends: Vec<(i32, i64)> =
-            self.partitions.iter().map(|(id, _)| *id).zip(self.ends.iter().copied()).collect();
-        if let Some(s) = &mut self.staging {
-            s.seal(checkpoint, ends)?;
-        }
+        let Some(s) = &mut self.staging else { return Ok(None) };
+        s.publisher.wait_idle()?;
+        let ends = self.partitions.iter().map(|(id, _)| *id).zip(s.publisher.ends()).collect();
+        s.seal(checkpoint, ends)?;
         Ok(None)
     }
 
+    /// Hands the committed records to the sink's own thread and returns.
     fn publish(&mut self, checkpoint: u64) -> std::io::Result<()> {
-        let Some(mut staging) = self.staging.take() else { return Ok(()) };
-        let result = staging.publish(self, checkpoint);
-        self.staging = Some(staging);
-        Ok(result?)
+        match &mut self.staging {
+            Some(s) => Ok(s.publish(checkpoint)?),
+            None => Ok(()),
+        }
+    }
+
+    fn publishing(&self) -> bool {
+        self.staging.as_ref().is_some_and(|s| s.publisher.busy())
     }
 
     fn discard(&mut self) -> std::io::Result<()> {

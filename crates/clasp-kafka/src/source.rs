@@ -42,11 +42,11 @@ impl std::fmt::Debug for SourceOptions {
 }
 
 /// One partition being read.
-struct Partition {
-    id: i32,
+pub(crate) struct Partition {
+    pub(crate) id: i32,
     client: Arc<PartitionClient>,
     /// The next offset to hand out.
-    next: i64,
+    pub(crate) next: i64,
     /// The earliest offset retained when the source opened: how far back a fetch may go.
     earliest: i64,
     /// Where a bounded read ends (exclusive).
@@ -55,15 +55,15 @@ struct Partition {
 }
 
 impl Partition {
-    fn finished(&self) -> bool {
+    pub(crate) fn finished(&self) -> bool {
         self.buffered.is_empty() && self.end.is_some_and(|end| self.next >= end)
     }
 }
 
 /// Records of a topic on the source API.
 pub struct KafkaSource {
-    connection: Connection,
-    partitions: Vec<Partition>,
+    pub(crate) connection: Connection,
+    pub(crate) partitions: Vec<Partition>,
     /// Indices of `partitions` in partition order (how a position lists them).
     by_id: Vec<usize>,
     /// The partition the next record is taken from.
@@ -156,7 +156,7 @@ impl KafkaSource {
 
     /// Fetches from every partition that has nothing buffered and is not finished, at once;
     /// returns how many records arrived.
-    fn fetch(&mut self) -> Result<usize, KafkaError> {
+    pub(crate) fn fetch(&mut self) -> Result<usize, KafkaError> {
         let wanted: Vec<(usize, Arc<PartitionClient>, i64, i64)> = self
             .partitions
             .iter()
@@ -199,7 +199,7 @@ impl KafkaSource {
     }
 
     /// Takes the next buffered record, partitions in turn.
-    fn take(&mut self) -> Option<(usize, RecordAndOffset)> {
+    pub(crate) fn take(&mut self) -> Option<(usize, RecordAndOffset)> {
         let n = self.partitions.len();
         for k in 0..n {
             let i = (self.turn + k) % n;

@@ -3,10 +3,11 @@
 //! The records of an epoch are staged in memory. A checkpoint's boundary seals them into a
 //! [`Segment`] with each partition's end offset, and puts the segment into the checkpoint
 //! store (named after the checkpoint, so it is part of it: written before the manifest, pruned
-//! with it). Once the checkpoint's manifest is written, the segment's records are produced,
-//! each carrying headers `clasp-checkpoint` (the checkpoint's id) and `clasp-seq` (its index
-//! in the segment), and the segment is deleted from the store. A recovery drops what is staged
-//! and sealed but not committed: the replay produces those records again.
+//! with it). Once the checkpoint's manifest is written, the segment's records are produced on
+//! the sink's own thread ([`crate::publisher`]), each carrying headers `clasp-checkpoint` (the
+//! checkpoint's id) and `clasp-seq` (its index in the segment), and the segment is deleted
+//! from the store. A recovery drops what is staged and sealed but not committed: the replay
+//! produces those records again.
 //!
 //! The one window is a planner that dies after the manifest is written and before the
 //! produce is acknowledged: some of the committed checkpoint's records may be in the topic.
@@ -17,8 +18,9 @@
 //! retain the offsets the segment names.
 
 use crate::error::KafkaError;
+use crate::publisher::Publisher;
 use crate::segment::{self, Segment, StagedRecord};
-use crate::sink::{KafkaSink, SINK_HEADER};
+use crate::sink::{BATCH_RECORDS, KafkaSink, SINK_HEADER};
 use clasp_runtime::fault::store::CheckpointStore;
 use rskafka::chrono::DateTime;
 use rskafka::record::Record;
@@ -37,13 +39,15 @@ pub(crate) struct Staging {
     /// The records since the last boundary, and the sink names they refer to.
     pending: Vec<StagedRecord>,
     sinks: Vec<String>,
-    /// Sealed segments not yet produced, oldest first.
+    /// Sealed segments not yet committed, oldest first.
     sealed: Vec<Segment>,
+    /// Produces the committed ones.
+    pub(crate) publisher: Publisher,
 }
 
 impl Staging {
-    pub(crate) fn new(store: Arc<dyn CheckpointStore>) -> Self {
-        Self { store, pending: Vec::new(), sinks: Vec::new(), sealed: Vec::new() }
+    pub(crate) fn new(store: Arc<dyn CheckpointStore>, publisher: Publisher) -> Self {
+        Self { store, pending: Vec::new(), sinks: Vec::new(), sealed: Vec::new(), publisher }
     }
 
     /// Stages one record for partition index `partition`.
@@ -94,29 +98,13 @@ impl Staging {
         Ok(())
     }
 
-    /// Checkpoint `checkpoint` committed: produces its segment (and any older one) and deletes
-    /// it from the store.
-    pub(crate) fn publish(
-        &mut self,
-        sink: &mut KafkaSink,
-        checkpoint: u64,
-    ) -> Result<(), KafkaError> {
+    /// Checkpoint `checkpoint` committed: hands its segment (and any older one) to the
+    /// publisher, which produces it and then deletes it from the store.
+    pub(crate) fn publish(&mut self, checkpoint: u64) -> Result<(), KafkaError> {
         while let Some(pos) = self.sealed.iter().position(|s| s.checkpoint <= checkpoint) {
-            let segment = self.sealed.remove(pos);
-            produce_segment(sink, &segment, &HashSet::new())?;
-            self.delete_segment(segment.checkpoint)?;
+            self.publisher.submit(self.sealed.remove(pos))?;
         }
         Ok(())
-    }
-
-    /// Deletes checkpoint `checkpoint`'s segment from the store.
-    fn delete_segment(&self, checkpoint: u64) -> Result<(), KafkaError> {
-        let name = segment::name(checkpoint);
-        self.store.delete(&name).map_err(|source| KafkaError::Store {
-            operation: "deleting",
-            name,
-            source,
-        })
     }
 
     /// A recovery: drops every record not committed, and the sealed segments from the store.
@@ -124,21 +112,32 @@ impl Staging {
         self.pending.clear();
         self.sinks.clear();
         for s in std::mem::take(&mut self.sealed) {
-            self.delete_segment(s.checkpoint)?;
+            delete_segment(&*self.store, s.checkpoint)?;
         }
         Ok(())
     }
 }
 
-/// Produces the records of `segment` whose sequence numbers are not in `skip`.
-fn produce_segment(
+/// Deletes checkpoint `checkpoint`'s segment from `store`.
+pub(crate) fn delete_segment(
+    store: &dyn CheckpointStore,
+    checkpoint: u64,
+) -> Result<(), KafkaError> {
+    let name = segment::name(checkpoint);
+    store.delete(&name).map_err(|source| KafkaError::Store { operation: "deleting", name, source })
+}
+
+/// Produces the records of `segment` whose sequence numbers are not in `skip`, a round of up
+/// to [`BATCH_RECORDS`] per partition at a time, so only a round is ever built as Kafka records.
+pub(crate) fn produce_segment(
     sink: &mut KafkaSink,
-    segment: &Segment,
+    segment: Segment,
     skip: &HashSet<u64>,
 ) -> Result<(), KafkaError> {
     let checkpoint = segment.checkpoint.to_string().into_bytes();
-    let mut batches: BTreeMap<usize, Vec<Record>> = BTreeMap::new();
-    for (seq, r) in segment.records.iter().enumerate() {
+    let round = BATCH_RECORDS * sink.partitions.len();
+    let (mut batches, mut built): (BTreeMap<usize, Vec<Record>>, usize) = Default::default();
+    for (seq, r) in segment.records.into_iter().enumerate() {
         let seq = seq as u64;
         if skip.contains(&seq) {
             continue;
@@ -157,11 +156,16 @@ fn produce_segment(
         ]
         .into();
         batches.entry(index).or_default().push(Record {
-            key: r.key.clone(),
-            value: Some(r.value.clone()),
+            key: r.key,
+            value: Some(r.value),
             headers,
             timestamp: DateTime::from_timestamp_millis(r.timestamp_ms).unwrap_or_default(),
         });
+        built += 1;
+        if built >= round {
+            sink.produce(std::mem::take(&mut batches).into_iter().collect())?;
+            built = 0;
+        }
     }
     sink.produce(batches.into_iter().collect())
 }
@@ -192,8 +196,8 @@ pub(crate) fn complete(
         });
     }
     let there = produced_of(sink, &segment)?;
-    produce_segment(sink, &segment, &there)?;
-    store.delete(&name).map_err(|source| KafkaError::Store { operation: "deleting", name, source })
+    produce_segment(sink, segment, &there)?;
+    delete_segment(store, id)
 }
 
 /// The sequence numbers of `segment`'s records already in the topic: those of its checkpoint
@@ -315,6 +319,7 @@ mod tests {
         sink.seal(1).unwrap();
         assert!(values(&broker, &topic).is_empty(), "nothing before the commit");
         sink.publish(1).unwrap();
+        sink.flush().unwrap();
         assert_eq!(values(&broker, &topic), expected(100));
         assert_eq!(store.get(&segment::name(1)).unwrap(), None, "produced, then deleted");
         // Sealed and staged records of a dropped epoch never reach the topic.
@@ -329,7 +334,7 @@ mod tests {
         let mut staging = sink.staging.take().unwrap();
         let segment = staging.sealed.remove(0);
         let odd: HashSet<u64> = (0..60).filter(|s| s % 2 == 1).collect();
-        produce_segment(&mut sink, &segment, &odd).unwrap();
+        produce_segment(&mut sink, segment, &odd).unwrap();
         drop(sink);
         assert_eq!(values(&broker, &topic).len(), 130);
         let resumed = crate::open_exactly_once_sink(&spec, store.clone(), Some(3)).unwrap();

@@ -1,5 +1,7 @@
 //! Load derivation (§4.3.1, Eq. 5–7): observed per-operator rates and chained-request rates,
-//! projected from the throughput Λ they were observed at to the target input rate λ_p.
+//! projected from the input rate Λ they were observed at to the target input rate λ_p. Λ is the
+//! input requests the entry operators executed in the window ([`entry_rate`]); the completed
+//! chains per second where those cannot be told apart.
 
 use crate::error::PlanError;
 use clasp_core::stats::ObservedStats;
@@ -31,7 +33,8 @@ struct Observed {
 /// The pipeline's load at a target rate.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Projection {
-    /// Λ: the throughput the statistics were observed at (requests/s).
+    /// Λ: the input rate the statistics were observed at (input requests/s the entry
+    /// operators executed; the throughput where those cannot be told apart).
     pub observed_rate: f64,
     /// λ_p: the rate projected to.
     pub target_rate: f64,
@@ -71,7 +74,7 @@ impl Projection {
         let recorded: u32 = observed.iter().map(|o| o.instances).sum();
         let current = if recorded > 0 { recorded } else { fallback_instances };
         let mut proj = Self {
-            observed_rate: stats.throughput,
+            observed_rate: entry_rate(p, &observed).unwrap_or(stats.throughput),
             target_rate,
             scale: 0.0,
             current_instances: current,
@@ -165,6 +168,36 @@ pub fn spec_observation(
     stats
 }
 
+/// Λ as the operator rates of the same window imply it: the input requests the entry
+/// operators executed per second (their requests less those from operators, over the streams
+/// each source feeds). Completed chains per second lag it by a chain's latency, so outside a
+/// steady state (a backlog draining, a rescale in the window) they are not the rate the
+/// observed N_o and E belong to, and Eq. 5's scale would carry the difference to every
+/// operator. `None` where inputs cannot be told apart (an operator fed by two source
+/// streams) or none were executed.
+fn entry_rate(p: &Pipeline, observed: &[Observed]) -> Option<f64> {
+    let mut from_operators = vec![0.0; observed.len()];
+    for o in observed {
+        for e in &o.edges {
+            from_operators[e.to.index()] += e.rate;
+        }
+    }
+    let mut rate = 0.0;
+    for source in &p.sources {
+        let entries: Vec<OperatorId> =
+            p.source_outputs(source.id).iter().filter_map(|s| p.stream(*s).to.operator()).collect();
+        for &o in &entries {
+            let fed = p.inputs(o).iter().filter(|s| p.stream(**s).from.operator().is_none());
+            if fed.count() > 1 {
+                return None;
+            }
+            let executed = (observed[o.index()].processed - from_operators[o.index()]).max(0.0);
+            rate += executed / entries.len() as f64;
+        }
+    }
+    (rate.is_finite() && rate > 0.0).then_some(rate)
+}
+
 fn edge_sum(edges: &[Edge]) -> f64 {
     edges.iter().map(|e| e.rate).sum()
 }
@@ -251,6 +284,26 @@ to = "b"
         assert_eq!(proj.observed_demand(), [20_000.0, 30_000.0]);
         let half = proj.at_rate(100.0);
         assert_eq!((half.scale, half.demand[1]), (0.5, 15_000.0));
+    }
+
+    /// A window in which chains complete at a third of the rate the operators executed
+    /// inputs (a backlog draining behind them): Λ is the entry operator's input requests, so
+    /// the projection is that of the steady window, per input request of the entry.
+    #[test]
+    fn the_observed_rate_is_the_inputs_the_entry_executed() {
+        let p = parse(CHAIN, "c.toml").unwrap();
+        let mut lagging = stats();
+        lagging.throughput = 200.0 / 3.0;
+        let proj = Projection::new(&p, &lagging, 500.0, 400.0, 1).unwrap();
+        assert_eq!(proj.observed_rate, 200.0);
+        assert_eq!(proj.rate, [500.0, 1500.0], "b: 3 requests per input, a: 1");
+        assert_eq!(proj, Projection::new(&p, &stats(), 500.0, 400.0, 1).unwrap());
+        // An operator fed by two sources: its inputs cannot be told apart, Λ is the throughput.
+        let two =
+            format!("{CHAIN}[[source]]\nname = \"in2\"\n[[stream]]\nfrom = \"in2\"\nto = \"a\"\n");
+        let p2 = parse(&two, "c.toml").unwrap();
+        let proj = Projection::new(&p2, &lagging, 500.0, 400.0, 1).unwrap();
+        assert_eq!(proj.observed_rate, 200.0 / 3.0);
     }
 
     #[test]

@@ -134,8 +134,7 @@ fn wc_scenario(name: &str, failures: &Failures<'_>) -> serde_json::Value {
         "16".into(),
         "--interval-ms".into(),
         "100".into(),
-        // Paced so that both rescalings come well before the input ends: committing a
-        // checkpoint produces its records, which holds the planner's control loop meanwhile.
+        // Paced so that both rescalings come well before the input ends.
         "--rate".into(),
         "400".into(),
         "--rescale-at".into(),

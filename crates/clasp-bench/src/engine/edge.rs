@@ -11,6 +11,11 @@
 //! compared with all-in-cloud's, record for record and state entry for state entry (Theorem 1). w3 runs with a window lateness of 60 minutes of
 //! event time, so that links of different speeds do not make events late and results stay
 //! comparable.
+//!
+//! Given a Kafka broker ([`BenchOptions::kafka`]), every pair runs a second time with a Kafka
+//! topic as the edge→cloud transport (a fresh topic per run, devices in this process, the
+//! user-space shaper pacing what they produce), beside the TCP connector's pair
+//! ([`kafka_rows`]).
 
 use clasp_core::Pipeline;
 use clasp_edge::EdgeError;
@@ -21,6 +26,7 @@ use clasp_edge::input::InputSpec;
 use clasp_edge::netns::{self, Wan};
 use clasp_edge::results::{CollectSink, RunResults};
 use clasp_edge::shaper::LinkShape;
+use clasp_edge::transport::Transport;
 use clasp_plan::edgecut::{self, CostModel, Devices};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -53,6 +59,8 @@ pub struct BenchOptions {
     pub exe: Option<PathBuf>,
     /// Seed of the traces.
     pub seed: u64,
+    /// Bootstrap brokers (`HOST:PORT[,…]`) for the Kafka rows; none skips them.
+    pub kafka: Option<String>,
 }
 
 /// One deployment of one workflow at one bandwidth.
@@ -64,6 +72,8 @@ pub struct Row {
     pub mode: String,
     /// `netns` or `user-space`.
     pub wan: String,
+    /// The edge→cloud transport: `tcp` (the connector protocol) or `kafka` (a topic).
+    pub transport: String,
     /// Bandwidth of every device link (kbit/s).
     pub bandwidth_kbit: f64,
     /// One-way delay of every link (ms).
@@ -72,7 +82,9 @@ pub struct Row {
     pub events: u64,
     /// Records over all device links.
     pub items: u64,
-    /// Bytes over all device links, at the connectors.
+    /// Bytes over all device links, at the connectors (TCP: the connector protocol's preambles
+    /// and frames as the cloud read them; Kafka: the keys, values and headers of the records
+    /// the devices produced, produced-again ones included, without Kafka's own framing).
     pub bytes: u64,
     /// Bytes on the veths (with TCP/IP headers and retransmissions), when namespaces ran.
     pub wire_bytes: Option<u64>,
@@ -99,6 +111,8 @@ pub struct EdgeRuns {
     pub wan: String,
     /// What the runs were: devices, traces, replay speed, delay.
     pub plan: String,
+    /// Whether the Kafka rows ran, and on which broker, or why not.
+    pub kafka: String,
 }
 
 /// A workflow of the experiment.
@@ -165,12 +179,14 @@ pub fn run(opts: &BenchOptions) -> Result<EdgeRuns, EdgeError> {
     let work = opts.out.join("edge-work");
     std::fs::create_dir_all(&work)
         .map_err(|error| EdgeError::Output { what: work.display().to_string(), error })?;
+    let kafka = kafka_rows(opts, wan.is_some());
     let mut rows = Vec::new();
     for w in &plan.workflows {
         let ctx = Context::new(w, opts, &plan, &work)?;
         for &bw in &plan.bandwidths {
-            let (all, all_out) = ctx.run(Mode::AllCloud, bw, wan.as_ref())?;
-            let (mut cut, cut_out) = ctx.run(Mode::Cut, bw, wan.as_ref())?;
+            let tcp = Transport::Connector;
+            let (all, all_out) = ctx.run(Mode::AllCloud, bw, wan.as_ref(), &tcp)?;
+            let (mut cut, cut_out) = ctx.run(Mode::Cut, bw, wan.as_ref(), &tcp)?;
             let difference = all_out.difference(&cut_out);
             if let Some(d) = &difference {
                 eprintln!(
@@ -182,9 +198,57 @@ pub fn run(opts: &BenchOptions) -> Result<EdgeRuns, EdgeError> {
             eprintln!("{}", progress_line(&all, &cut));
             rows.push(all);
             rows.push(cut);
+            if let Ok(brokers) = &kafka {
+                // Both Kafka runs against the TCP connector's all-in-cloud run.
+                let (k_all, k_all_out) = ctx.run(Mode::AllCloud, bw, None, &ctx.topic(brokers)?)?;
+                let (mut k_cut, k_cut_out) = ctx.run(Mode::Cut, bw, None, &ctx.topic(brokers)?)?;
+                let same =
+                    all_out.difference(&k_all_out).or_else(|| all_out.difference(&k_cut_out));
+                if let Some(d) = &same {
+                    eprintln!("{} @ {bw} kbit/s over Kafka: the results differ: {d}", w.name);
+                }
+                k_cut.outputs_equal = Some(same.is_none());
+                eprintln!("{}", progress_line(&k_all, &k_cut));
+                rows.push(k_all);
+                rows.push(k_cut);
+            }
         }
     }
-    Ok(EdgeRuns { rows, wan: wan_note, plan: plan.note() })
+    let kafka = match kafka {
+        Ok(brokers) => format!(
+            "Kafka rows: the same runs with a Kafka topic as the edge→cloud transport, on the broker at {brokers} (a fresh topic of {KAFKA_PARTITIONS} partitions per run, devices in this process)"
+        ),
+        Err(why) => format!("Kafka rows skipped: {why}"),
+    };
+    Ok(EdgeRuns { rows, wan: wan_note, plan: plan.note(), kafka })
+}
+
+/// Partitions of each run's topic.
+const KAFKA_PARTITIONS: i32 = 4;
+
+/// The brokers the Kafka rows run on, or why they are skipped: no broker given, the bench
+/// built without the `kafka` feature, or devices in network namespaces (the broker listens on
+/// this host's loopback, which they do not reach). A broker given but not reachable is no
+/// reason to skip: creating the first topic fails and names it.
+pub fn kafka_rows(opts: &BenchOptions, netns: bool) -> Result<String, String> {
+    let Some(brokers) = &opts.kafka else {
+        return Err(
+            "no broker given (`--set kafka=HOST:PORT` or CLASP_KAFKA_BROKERS; scripts/kafka-broker.sh starts one)"
+                .into(),
+        );
+    };
+    if !cfg!(feature = "kafka") {
+        return Err(format!(
+            "a broker is given ({brokers}) but this clasp is built without the `kafka` feature (`--features clasp/kafka`)"
+        ));
+    }
+    if netns {
+        return Err(
+            "the devices run in network namespaces, which do not reach the broker on loopback: use `--set wan=user-space`"
+                .into(),
+        );
+    }
+    Ok(brokers.clone())
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), EdgeError> {
@@ -277,40 +341,77 @@ impl<'a> Context<'a> {
         CloudOptions { listen: listen.into(), mode, dump_state: true, ..CloudOptions::default() }
     }
 
+    /// A fresh topic for one run on `brokers`, as the Kafka transport to it.
+    #[cfg(feature = "kafka")]
+    fn topic(&self, brokers: &str) -> Result<Transport, EdgeError> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static RUNS: AtomicU64 = AtomicU64::new(0);
+        let run = RUNS.fetch_add(1, Ordering::Relaxed);
+        let topic = format!("clasp-bench-edge-{}-{}-{run}", std::process::id(), self.w.name);
+        clasp_kafka::topics::create_topic(brokers, &topic, KAFKA_PARTITIONS).map_err(|source| {
+            EdgeError::Kafka {
+                what: format!("creating topic `{topic}` for the Kafka rows"),
+                source,
+            }
+        })?;
+        Ok(Transport::Kafka(format!("{brokers}/{topic}")))
+    }
+
+    /// Without the `kafka` feature [`kafka_rows`] skips the Kafka rows.
+    #[cfg(not(feature = "kafka"))]
+    fn topic(&self, brokers: &str) -> Result<Transport, EdgeError> {
+        Err(EdgeError::Transport {
+            given: format!("kafka:{brokers}"),
+            problem: "this clasp is built without Kafka support".into(),
+        })
+    }
+
     /// One run; returns its row and its results.
     fn run(
         &self,
         mode: Mode,
         kbit: f64,
         wan: Option<&Wan>,
+        transport: &Transport,
     ) -> Result<(Row, RunResults), EdgeError> {
         let sink = CollectSink::default();
         let (report, wire) = match wan {
-            None => (self.run_user_space(mode, kbit, sink.clone())?, None),
+            None => (self.run_user_space(mode, kbit, transport, sink.clone())?, None),
             Some(wan) => {
                 let (r, w) = self.run_netns(mode, kbit, wan, sink.clone())?;
                 (r, Some(w))
             }
         };
+        let (report, produced) = report;
         let mut results = sink.results();
         results.add_state_dump(report.state.as_deref().unwrap_or_default());
-        let row = self.row(mode, kbit, &report, wire, wan.is_some());
+        let mut row = self.row(mode, kbit, &report, wire, wan.is_some());
+        row.transport = transport.name().into();
+        if matches!(transport, Transport::Kafka(_)) {
+            row.bytes = produced;
+        }
         Ok((row, results))
     }
 
+    /// Devices and cloud in this process; returns the cloud's report and the bytes the devices
+    /// wrote to their links.
     fn run_user_space(
         &self,
         mode: Mode,
         kbit: f64,
+        transport: &Transport,
         sink: CollectSink,
-    ) -> Result<CloudReport, EdgeError> {
+    ) -> Result<(CloudReport, u64), EdgeError> {
         let mut o = EmbeddedOptions::new(self.inputs.clone());
         o.mode = mode;
         o.speed = self.speed;
         o.shape = LinkShape { bandwidth_bps: Some(kbit * 1000.0), delay: self.delay };
+        o.uplink = transport.clone();
         o.cloud = self.cloud_options(mode, "127.0.0.1:0");
         let registry = clasp_apps::registry();
-        Ok(embedded::run(&self.p, &self.devices, &self.model, &registry, &o, Box::new(sink))?.cloud)
+        let r = embedded::run(&self.p, &self.devices, &self.model, &registry, &o, Box::new(sink))?;
+        let produced = r.devices.iter().map(|d| d.bytes).sum();
+        Ok((r.cloud, produced))
     }
 
     /// Devices as processes in their namespaces, the cloud in this process.
@@ -320,7 +421,7 @@ impl<'a> Context<'a> {
         kbit: f64,
         wan: &Wan,
         sink: CollectSink,
-    ) -> Result<(CloudReport, u64), EdgeError> {
+    ) -> Result<((CloudReport, u64), u64), EdgeError> {
         wan.shape(Some(kbit))?;
         let n = self.devices.devices.len();
         let before: Vec<u64> = (0..n).map(|i| wan.rx_bytes(i)).collect();
@@ -353,7 +454,9 @@ impl<'a> Context<'a> {
             return Err(EdgeError::Wan(format!("devices failed: {}", failures.join("; "))));
         }
         let wire = (0..n).map(|i| wan.rx_bytes(i).saturating_sub(before[i])).sum();
-        Ok((report?, wire))
+        let report = report?;
+        let bytes = report.bytes();
+        Ok(((report, bytes), wire))
     }
 
     fn spawn_device(
@@ -389,6 +492,7 @@ impl<'a> Context<'a> {
             workflow: self.w.name.into(),
             mode: mode.as_str().into(),
             wan: if netns { "netns" } else { "user-space" }.into(),
+            transport: "tcp".into(),
             bandwidth_kbit: kbit,
             delay_ms: self.delay.as_secs_f64() * 1000.0,
             events: self.events,
@@ -412,9 +516,10 @@ pub fn change(all: f64, cut: f64) -> String {
 
 fn progress_line(all: &Row, cut: &Row) -> String {
     format!(
-        "{} @ {} kbit/s: bytes {} -> {} ({}), makespan {:.2} -> {:.2} s ({}), p50 {:.1} -> {:.1} ms, equal: {}",
+        "{} @ {} kbit/s over {}: bytes {} -> {} ({}), makespan {:.2} -> {:.2} s ({}), p50 {:.1} -> {:.1} ms, equal: {}",
         all.workflow,
         all.bandwidth_kbit,
+        all.transport,
         all.bytes,
         cut.bytes,
         change(all.bytes as f64, cut.bytes as f64),

@@ -5,8 +5,9 @@
 //! For each workflow and bandwidth both deployments replay the same seeded trace at the same
 //! speed. Measured: items and bytes over every device→cloud link, the makespan and the
 //! end-to-end latency of chains; the cut's results are compared with all-in-cloud's
-//! (Theorem 1). `edge.csv` holds every run; the markdown sets each cut beside its
-//! all-in-cloud run.
+//! (Theorem 1). With a Kafka broker (`--set kafka=HOST:PORT`, or `CLASP_KAFKA_BROKERS`) every
+//! pair runs again with a Kafka topic as the edge→cloud transport, beside the TCP connector's.
+//! `edge.csv` holds every run; the markdown sets each cut beside its all-in-cloud run.
 
 use crate::engine::edge::{self, BenchOptions, Row, WanChoice, change};
 use crate::report::{Output, Report, Table};
@@ -21,13 +22,19 @@ pub struct Settings {
     /// WAN emulation: `auto` (namespaces when this process can make them), `netns` or
     /// `user-space`.
     pub wan: WanChoice,
+    /// Bootstrap brokers (`HOST:PORT[,…]`) for the Kafka rows; without it, those of
+    /// `CLASP_KAFKA_BROKERS`; without either the Kafka rows are skipped.
+    pub kafka: Option<String>,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Self { wan: WanChoice::Auto }
+        Self { wan: WanChoice::Auto, kafka: None }
     }
 }
+
+/// The environment variable naming the broker when `kafka` is not set.
+const KAFKA_ENV: &str = "CLASP_KAFKA_BROKERS";
 
 /// Runs the experiment.
 pub fn run(o: &Options) -> Result<Output, BenchError> {
@@ -38,6 +45,7 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
         wan: s.wan,
         exe: std::env::current_exe().ok(),
         seed: o.seed,
+        kafka: s.kafka.or_else(|| std::env::var(KAFKA_ENV).ok()).filter(|b| !b.is_empty()),
     };
     let runs = edge::run(&opts)?;
     let report = Report {
@@ -46,10 +54,12 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
             format!("engine: edge, scale: {}, seed {}", o.scale(), o.seed),
             format!("WAN emulation: {}", runs.wan),
             runs.plan.clone(),
+            runs.kafka.clone(),
         ],
         tables: vec![comparison(&runs.rows), every_run(&runs.rows)],
         notes: vec![
             "\"network\" is the change in bytes over all device links at the connectors; \"results equal\" compares the cut's sink records and state with the all-in-cloud run's (Theorem 1).".into(),
+            "Over Kafka, bytes are the keys, values and headers of the records the devices produced (produced-again ones included; Kafka's record and batch framing not counted), and \"results equal\" compares both Kafka runs with the TCP connector's all-in-cloud run.".into(),
         ],
     };
     Ok(Output::from(report))
@@ -75,6 +85,7 @@ pub fn every_run(rows: &[Row]) -> Table {
             "latency_p99_ms",
             "sink_records",
             "outputs_equal",
+            "transport",
         ],
     );
     for r in rows {
@@ -94,6 +105,7 @@ pub fn every_run(rows: &[Row]) -> Table {
             format!("{:.2}", r.p99_ms),
             r.sink_records.to_string(),
             r.outputs_equal.map_or(String::new(), |e| e.to_string()),
+            r.transport.clone(),
         ]);
     }
     t
@@ -106,6 +118,7 @@ pub fn comparison(rows: &[Row]) -> Table {
         &[
             "workflow",
             "link kbit/s",
+            "transport",
             "items all-cloud → cut",
             "bytes all-cloud → cut",
             "network",
@@ -121,6 +134,7 @@ pub fn comparison(rows: &[Row]) -> Table {
         t.row(vec![
             all.workflow.clone(),
             all.bandwidth_kbit.to_string(),
+            all.transport.clone(),
             format!("{} → {}", all.items, cut.items),
             format!("{} → {}", all.bytes, cut.bytes),
             change(all.bytes as f64, cut.bytes as f64),
@@ -143,6 +157,7 @@ mod tests {
             workflow: "w1".into(),
             mode: mode.into(),
             wan: "user-space".into(),
+            transport: "tcp".into(),
             bandwidth_kbit: 256.0,
             delay_ms: 20.0,
             events: 3000,
@@ -165,18 +180,19 @@ mod tests {
         let mut lines = csv.lines();
         assert_eq!(
             lines.next().unwrap(),
-            "workflow,mode,wan,bandwidth_kbit,delay_ms,events,items,bytes,wire_bytes,makespan_s,latency_p50_ms,latency_p95_ms,latency_p99_ms,sink_records,outputs_equal"
+            "workflow,mode,wan,bandwidth_kbit,delay_ms,events,items,bytes,wire_bytes,makespan_s,latency_p50_ms,latency_p95_ms,latency_p99_ms,sink_records,outputs_equal,transport"
         );
         assert_eq!(
             lines.next().unwrap(),
-            "w1,all-cloud,user-space,256,20,3000,4000,400000,,2.451,531.00,1415.00,1500.25,10,"
+            "w1,all-cloud,user-space,256,20,3000,4000,400000,,2.451,531.00,1415.00,1500.25,10,,tcp"
         );
-        assert!(lines.next().unwrap().ends_with(",10,true"));
+        assert!(lines.next().unwrap().ends_with(",10,true,tcp"));
         let cmp = comparison(&rows);
         assert_eq!(cmp.rows.len(), 1);
-        assert_eq!(cmp.rows[0][3], "400000 → 100000");
-        assert_eq!(cmp.rows[0][4], change(400_000.0, 100_000.0));
+        assert_eq!(cmp.rows[0][2], "tcp");
+        assert_eq!(cmp.rows[0][4], "400000 → 100000");
+        assert_eq!(cmp.rows[0][5], change(400_000.0, 100_000.0));
         assert_eq!(change(400_000.0, 100_000.0), "-75%");
-        assert_eq!(cmp.rows[0][9], "yes");
+        assert_eq!(cmp.rows[0][10], "yes");
     }
 }

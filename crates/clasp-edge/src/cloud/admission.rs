@@ -71,10 +71,13 @@ impl Cloud {
     /// welcomes each (holding none of its items yet).
     pub(super) fn admit(&self) -> Result<Admitted, EdgeError> {
         let (tx, rx) = crossbeam_channel::unbounded::<Result<Joined, String>>();
+        let listen_error = |error| EdgeError::Listen { addr: self.addr.to_string(), error };
         let listener = self
             .listener
+            .as_ref()
+            .ok_or_else(|| listen_error(std::io::Error::other("no listener: the uplink is Kafka")))?
             .try_clone()
-            .map_err(|error| EdgeError::Listen { addr: self.addr.to_string(), error })?;
+            .map_err(listen_error)?;
         let expected: Vec<Hello> = self
             .devices
             .devices

@@ -17,11 +17,15 @@
 //! - `admission`: the edge ingress that accepts devices and checks their hellos;
 //! - `receiver`: the receiving thread per device, across its connections;
 //! - `connector`: [`ConnectorInput`], a connector as an input of the runtime;
-//! - `direct`: the run without cloud operators.
+//! - `direct`: the run without cloud operators;
+//! - `kafka_receiver`: the cut streams from a Kafka topic instead of device connections
+//!   (cargo feature `kafka`).
 
 mod admission;
 mod connector;
 mod direct;
+#[cfg(feature = "kafka")]
+mod kafka_receiver;
 mod options;
 mod receiver;
 mod report;
@@ -35,6 +39,7 @@ use crate::error::EdgeError;
 use crate::input::{self, InputSpec, Replay, ReplayInput, Share};
 use crate::protocol::ToDevice;
 use crate::subgraph::{self, CloudGraph};
+use crate::transport::Transport;
 use clasp_core::source::{Source, from_lines};
 use clasp_core::sync::lock;
 use clasp_core::{Pipeline, Registry};
@@ -60,8 +65,12 @@ pub struct Cloud {
     devices: Devices,
     model: CostModel,
     graph: CloudGraph,
-    listener: TcpListener,
+    /// The edge ingress, with the TCP connector.
+    listener: Option<TcpListener>,
     addr: SocketAddr,
+    /// The topic the cut streams arrive in, with a Kafka uplink.
+    #[cfg(feature = "kafka")]
+    kafka: Option<clasp_kafka::records::RecordReader>,
     opts: CloudOptions,
 }
 
@@ -72,7 +81,8 @@ impl std::fmt::Debug for Cloud {
 }
 
 impl Cloud {
-    /// Computes the cut and opens the ingress on `opts.listen`.
+    /// Computes the cut and opens the ingress on `opts.listen`, or, with a Kafka uplink,
+    /// connects to the topic (failing at once if no broker answers or the topic is missing).
     pub fn bind(
         p: &Pipeline,
         devices: &Devices,
@@ -81,25 +91,49 @@ impl Cloud {
     ) -> Result<Self, EdgeError> {
         let cut = cut::plan(p, model, devices, opts.mode);
         let graph = subgraph::cloud_graph(p, &cut)?;
-        let listener = TcpListener::bind(&opts.listen)
-            .map_err(|error| EdgeError::Listen { addr: opts.listen.clone(), error })?;
-        let addr = listener
-            .local_addr()
-            .map_err(|error| EdgeError::Listen { addr: opts.listen.clone(), error })?;
-        Ok(Self {
+        let mut cloud = Self {
             p: p.clone(),
             devices: devices.clone(),
             model: model.clone(),
             graph,
-            listener,
-            addr,
+            listener: None,
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            #[cfg(feature = "kafka")]
+            kafka: None,
             opts,
-        })
+        };
+        match &cloud.opts.uplink {
+            Transport::Connector => {
+                let listen = &cloud.opts.listen;
+                let error = |error| EdgeError::Listen { addr: listen.clone(), error };
+                let listener = TcpListener::bind(listen).map_err(error)?;
+                cloud.addr = listener.local_addr().map_err(error)?;
+                cloud.listener = Some(listener);
+            }
+            #[cfg(feature = "kafka")]
+            Transport::Kafka(spec) => cloud.kafka = Some(kafka_receiver::open(spec)?),
+            #[cfg(not(feature = "kafka"))]
+            Transport::Kafka(spec) => {
+                return Err(EdgeError::Transport {
+                    given: format!("{}{spec}", crate::transport::KAFKA_PREFIX),
+                    problem: "this clasp is built without Kafka support".into(),
+                });
+            }
+        }
+        Ok(cloud)
     }
 
-    /// The address devices join.
+    /// The address devices join (with a Kafka uplink nothing listens: `0.0.0.0:0`).
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Where devices send their cut streams, for messages: the ingress address, or the topic.
+    pub fn uplink(&self) -> String {
+        match &self.opts.uplink {
+            Transport::Connector => self.addr.to_string(),
+            Transport::Kafka(spec) => format!("{}{spec}", crate::transport::KAFKA_PREFIX),
+        }
     }
 
     /// Operators the cloud runs.
@@ -113,7 +147,7 @@ impl Cloud {
     /// Runs until every device has finished and every chain completed; sink records go to
     /// `sink`.
     pub fn run(
-        self,
+        #[cfg_attr(not(feature = "kafka"), allow(unused_mut))] mut self,
         registry: &Registry,
         sink: Box<dyn SinkOutput>,
     ) -> Result<CloudReport, EdgeError> {
@@ -123,6 +157,10 @@ impl Cloud {
             Some(cp) => Some(self.start_cluster(cp, registry, sink.take().expect("unused"))?),
             None => None,
         };
+        #[cfg(feature = "kafka")]
+        if let Some(reader) = self.kafka.take() {
+            return self.run_kafka(reader, cluster, held, registry, sink);
+        }
         let admitted = match self.admit() {
             Ok(a) => a,
             Err(e) => {
@@ -195,6 +233,20 @@ impl Cloud {
             let _ = t.join();
         }
         drop(acceptor);
+        let errors = std::mem::take(&mut *lock(&errors));
+        self.conclude(cluster, outcome, &links, errors, makespan_s)
+    }
+
+    /// Collects the keyed state if asked, stops the runtime, and reports the run, or the
+    /// errors of the devices' streams.
+    fn conclude(
+        &self,
+        mut cluster: Option<Cluster>,
+        outcome: Result<(Latency, u64, u64), EdgeError>,
+        links: &[Arc<Mutex<LinkReport>>],
+        errors: Vec<String>,
+        makespan_s: f64,
+    ) -> Result<CloudReport, EdgeError> {
         let mut state = None;
         if let (Some(c), true, Ok(_)) = (cluster.as_mut(), self.opts.dump_state, &outcome) {
             let mut dump = Vec::new();
@@ -204,7 +256,6 @@ impl Cloud {
         if let Some(c) = cluster {
             c.shutdown().map_err(|e| EdgeError::Runtime(e.to_string()))?;
         }
-        let errors = std::mem::take(&mut *lock(&errors));
         if !errors.is_empty() {
             return Err(EdgeError::Protocol { peer: "devices".into(), problem: errors.join("; ") });
         }

@@ -2,14 +2,21 @@
 
 use crate::cut::Mode;
 use crate::input::InputSpec;
+use crate::transport::Transport;
 use clasp_wire::Security;
 use std::time::Duration;
 
 /// How to run the cloud side.
 #[derive(Clone, Debug)]
 pub struct CloudOptions {
-    /// Where devices join (`HOST:PORT`; port 0 picks one).
+    /// Where devices join (`HOST:PORT`; port 0 picks one), with the TCP connector.
     pub listen: String,
+    /// How the cut streams arrive: devices joining `listen`, or a Kafka topic.
+    pub uplink: Transport,
+    /// Told when the cloud starts taking items from a Kafka topic (the makespan counts from
+    /// then): devices started after it are measured from their start, as the TCP connector's
+    /// start signal measures them.
+    pub started: Option<crossbeam_channel::Sender<()>>,
     /// The cut or everything in the cloud (devices must use the same).
     pub mode: Mode,
     /// Runtime workers.
@@ -38,6 +45,8 @@ impl Default for CloudOptions {
     fn default() -> Self {
         Self {
             listen: "127.0.0.1:0".into(),
+            uplink: Transport::Connector,
+            started: None,
             mode: Mode::Cut,
             workers: 2,
             slots: 4,

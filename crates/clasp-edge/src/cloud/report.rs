@@ -8,7 +8,8 @@ use serde::Serialize;
 pub struct LinkReport {
     /// The device.
     pub device: String,
-    /// Bytes received: preamble and frames.
+    /// Bytes received: preamble and frames (over Kafka: the keys, values and headers of the
+    /// device's records read from the topic, duplicates included).
     pub bytes: u64,
     /// Data frames taken (each once).
     pub frames: u64,

@@ -7,8 +7,12 @@
 //! event times, the connector's watermark after them, and the read time of the oldest raw
 //! record behind them. Items are kept until the cloud acknowledges them and resent after a
 //! reconnect ([`uplink`]). At the end it sends `End` with its per-connector counts and waits
-//! for the cloud's `Done`.
+//! for the cloud's `Done`. With a Kafka uplink ([`crate::Transport::Kafka`]) the items go to
+//! a topic instead ([`kafka_uplink`]), each stream's end after them.
 
+#[cfg(feature = "kafka")]
+mod kafka_uplink;
+mod link;
 mod uplink;
 
 use crate::cut::{self, Mode};
@@ -18,13 +22,14 @@ use crate::input::{self, InputSpec, Replay, Share};
 use crate::protocol::Hello;
 use crate::shaper::LinkShape;
 use crate::subgraph::{self, DeviceGraph};
+use crate::transport::Transport;
 use clasp_core::{Pipeline, Registry, SourceId};
 use clasp_plan::edgecut::{CostModel, Devices};
 use clasp_runtime::worker::executor::now_ns;
 use clasp_wire::Security;
+use link::Link;
 use serde::Serialize;
 use std::time::{Duration, Instant};
-use uplink::{LinkOptions, Uplink};
 
 /// Records buffered on a device before it sends them even if the flush interval has not
 /// passed.
@@ -35,8 +40,10 @@ const MAX_PENDING: usize = 4096;
 pub struct DeviceOptions {
     /// The device's id in the devices file.
     pub device: String,
-    /// The cloud's edge ingress (`HOST:PORT`).
+    /// The cloud's edge ingress (`HOST:PORT`), with the TCP connector.
     pub join: String,
+    /// How the cut streams reach the cloud: the TCP connector to `join`, or a Kafka topic.
+    pub uplink: Transport,
     /// The cut or everything in the cloud (must match the cloud's).
     pub mode: Mode,
     /// Raw data per source the device holds.
@@ -70,6 +77,7 @@ impl DeviceOptions {
         Self {
             device: device.to_owned(),
             join: join.to_owned(),
+            uplink: Transport::Connector,
             mode: Mode::Cut,
             inputs,
             speed: 0.0,
@@ -96,7 +104,8 @@ pub struct DeviceReport {
     pub records_read: u64,
     /// Records sent per connector: `(name, count)`.
     pub sent: Vec<(String, u64)>,
-    /// Bytes written to its link: preambles and frames, resent ones included.
+    /// Bytes written to its link: preambles and frames, resent ones included (over Kafka:
+    /// the keys, values and headers of the records produced, produced-again ones included).
     pub bytes: u64,
     /// Data frames sent (each once).
     pub frames: u64,
@@ -214,15 +223,7 @@ pub fn run(
 /// Connects a prepared device, waits for the start and replays its data.
 pub fn execute(prepared: Prepared, opts: &DeviceOptions) -> Result<DeviceReport, EdgeError> {
     let Prepared { plan, mut replays, mut engine } = prepared;
-    let link_opts = LinkOptions {
-        join: opts.join.clone(),
-        security: opts.security.clone(),
-        shape: opts.shape,
-        connect_timeout: opts.connect_timeout,
-        reconnect_timeout: opts.reconnect_timeout,
-        resend_buffer: opts.resend_buffer,
-    };
-    let mut link = Uplink::connect(link_opts, &plan.hello)?;
+    let mut link = Link::open(opts, &plan.hello)?;
     let started = Instant::now();
     let records_read = replay(&mut replays, &mut engine, &mut link, opts)?;
     let counts = link.finish()?;
@@ -245,7 +246,7 @@ pub fn execute(prepared: Prepared, opts: &DeviceOptions) -> Result<DeviceReport,
 fn replay(
     replays: &mut [Replay],
     engine: &mut Engine,
-    link: &mut Uplink,
+    link: &mut Link,
     opts: &DeviceOptions,
 ) -> Result<u64, EdgeError> {
     let mut lines: Vec<Vec<u8>> = vec![Vec::new(); replays.len()];
@@ -287,7 +288,7 @@ fn wait_until(
     at: Instant,
     out: &mut Outbox,
     engine: &mut Engine,
-    link: &mut Uplink,
+    link: &mut Link,
     flush: Duration,
 ) -> Result<(), EdgeError> {
     loop {
@@ -320,7 +321,7 @@ impl Default for Outbox {
 
 impl Outbox {
     /// Runs the engine on what is buffered and sends one frame per connector that got records.
-    fn send(&mut self, engine: &mut Engine, link: &mut Uplink) -> Result<(), EdgeError> {
+    fn send(&mut self, engine: &mut Engine, link: &mut Link) -> Result<(), EdgeError> {
         let origin = self.oldest_ns.take().unwrap_or_else(now_ns);
         engine.drain(|connector, records, watermark| {
             link.data(connector, origin, watermark, records)

@@ -2,12 +2,12 @@
 #![allow(dead_code)]
 
 use clasp_core::{Batch, Pipeline};
-use clasp_edge::Mode;
 use clasp_edge::device;
 use clasp_edge::embedded::{self, EmbeddedOptions, EmbeddedReport};
 use clasp_edge::input::InputSpec;
 use clasp_edge::protocol::{self, Item, Outgoing, ToDevice};
 use clasp_edge::results::{CollectSink, RunResults};
+use clasp_edge::{Mode, Transport};
 use clasp_plan::edgecut::{self, CostModel, Devices};
 use clasp_reference::Outcome;
 use clasp_wire::{Conn, FrameReader, Security};
@@ -53,11 +53,24 @@ pub fn run_embedded(
     count: u64,
     speed: f64,
 ) -> (Outcome, RunResults, EmbeddedReport) {
+    run_embedded_over(p, app, mode, count, speed, Transport::Connector)
+}
+
+/// [`run_embedded`] with the cut streams carried by `uplink`.
+pub fn run_embedded_over(
+    p: &Pipeline,
+    app: &str,
+    mode: Mode,
+    count: u64,
+    speed: f64,
+    uplink: Transport,
+) -> (Outcome, RunResults, EmbeddedReport) {
     logs();
     let devices = devices(p, app);
     let mut opts = EmbeddedOptions::new(inputs(p, count));
     opts.mode = mode;
     opts.speed = speed;
+    opts.uplink = uplink;
     opts.cloud.dump_state = true;
     let sink = CollectSink::default();
     let report = embedded::run(

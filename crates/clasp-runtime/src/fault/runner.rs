@@ -98,6 +98,10 @@ impl RunHooks for JobHooks<'_> {
         f.note_first_completion(planner);
         lock(&f.kills).at_requests(p.requests, &planner.worker_pids());
         self.poll_checkpoint(planner)?;
+        if planner.output_publishing() {
+            // The last checkpoint's records are still going out: the next one waits for them.
+            return Ok(());
+        }
         let requests = self.total_dispatched(planner);
         let due = self.scaler.autoscaler_mut().checkpoint_due(p.t, requests);
         if let Some(id) = due {
@@ -143,6 +147,12 @@ impl RunHooks for JobHooks<'_> {
         }
         // The checkpoint in flight, then a last one: every result becomes visible.
         self.finish_pending(planner)?;
+        if planner.output_publishing() {
+            // The last one starts once the records of the one before are out.
+            planner.poll_events()?;
+            std::thread::sleep(Duration::from_millis(1));
+            return Ok(false);
+        }
         let Some(id) = self.scaler.autoscaler_mut().checkpoint_now() else { return Ok(false) };
         if let Some(f) = self.fault.as_mut() {
             f.finishing = true;

@@ -329,6 +329,11 @@ impl Planner {
             .map_err(|error| PlannerError::Output { what: "the committed output".into(), error })
     }
 
+    /// Whether the sink is still making a committed checkpoint's records visible.
+    pub fn output_publishing(&self) -> bool {
+        lock(&self.shared.sink).publishing()
+    }
+
     /// Workers reported lost and not yet forgotten.
     pub fn lost_workers(&self) -> Vec<WorkerId> {
         lock(&self.shared.workers)

@@ -26,6 +26,13 @@ pub trait SinkOutput: Send {
         Ok(())
     }
 
+    /// Whether committed records are still on their way out (a sink that publishes in the
+    /// background): the next checkpoint starts only when they are out, so at most one
+    /// committed checkpoint's records are ever outstanding.
+    fn publishing(&self) -> bool {
+        false
+    }
+
     /// A recovery: drops every record not published (they will be produced again).
     fn discard(&mut self) -> std::io::Result<()> {
         Ok(())

@@ -3,12 +3,12 @@
 //! (`--embedded`). The WAN experiment is `clasp bench edge` (clasp-bench). See docs/edge.md.
 
 use anyhow::{Context, Result, anyhow, bail};
-use clasp_edge::Mode;
 use clasp_edge::cloud::{Cloud, CloudOptions, CloudReport};
 use clasp_edge::device::{self, DeviceOptions, DeviceReport};
 use clasp_edge::embedded::{self, EmbeddedOptions};
 use clasp_edge::input::{self, InputSpec};
 use clasp_edge::shaper::LinkShape;
+use clasp_edge::{Mode, Transport};
 use clasp_plan::edgecut::{self, CostModel, Devices};
 use clasp_runtime::planner::{DiscardSink, JsonLinesSink, SinkOutput};
 use std::path::PathBuf;
@@ -22,12 +22,17 @@ pub struct Args {
     /// Devices file (TOML, see docs/devices-format.md).
     #[arg(long)]
     pub devices: PathBuf,
-    /// Run this device's part (needs --join).
-    #[arg(long, conflicts_with_all = ["cloud", "embedded"], requires = "join")]
+    /// Run this device's part (needs --join, or --uplink kafka:…).
+    #[arg(long, conflicts_with_all = ["cloud", "embedded"])]
     pub device: Option<String>,
-    /// The cloud's edge ingress, HOST:PORT (with --device).
+    /// The cloud's edge ingress, HOST:PORT (with --device and the TCP uplink).
     #[arg(long)]
     pub join: Option<String>,
+    /// How the cut streams reach the cloud: `tcp` (the connector protocol to --join / on
+    /// --listen) or `kafka:BROKERS/TOPIC[?OPTIONS]` (a topic devices produce to and the cloud
+    /// consumes; with the `kafka` feature; docs/edge.md).
+    #[arg(long, default_value = "tcp", value_name = "tcp|kafka:BROKERS/TOPIC")]
+    pub uplink: String,
     /// Run the cloud side: the edge ingress and the cloud part on the runtime.
     #[arg(long, conflicts_with = "embedded")]
     pub cloud: bool,
@@ -103,10 +108,19 @@ pub fn run(args: &Args) -> Result<()> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow!("{e}"))?;
     let mode = if args.all_cloud { Mode::AllCloud } else { Mode::Cut };
+    let uplink = Transport::parse(&args.uplink).map_err(|e| anyhow!("{e}"))?;
     let registry = crate::registry();
     if let Some(id) = &args.device {
-        let join = args.join.as_deref().unwrap_or_default();
+        let join = match (&uplink, args.join.as_deref()) {
+            (Transport::Connector, None) => {
+                bail!(
+                    "--device needs --join HOST:PORT (the cloud's edge ingress), or --uplink kafka:BROKERS/TOPIC"
+                )
+            }
+            (_, join) => join.unwrap_or_default(),
+        };
         let mut opts = device_options(args, id, join, mode, inputs);
+        opts.uplink = uplink;
         opts.security = args.security.required("clasp edge --device")?;
         let report =
             device::run(&p, &devices, &model, registry, &opts).map_err(|e| anyhow!("{e}"))?;
@@ -115,10 +129,11 @@ pub fn run(args: &Args) -> Result<()> {
     if args.cloud {
         let mut opts = cloud_options(args, mode, inputs);
         opts.security = args.security.required("clasp edge --cloud")?;
+        opts.uplink = uplink;
         let cloud = Cloud::bind(&p, &devices, &model, opts).map_err(|e| anyhow!("{e}"))?;
         eprintln!(
             "edge ingress on {}; cloud runs {}; waiting for {} device(s)",
-            cloud.addr(),
+            cloud.uplink(),
             describe(&cloud.operators()),
             devices.devices.len()
         );
@@ -126,7 +141,7 @@ pub fn run(args: &Args) -> Result<()> {
         return finish_cloud(args, &report, &[]);
     }
     if args.embedded {
-        return run_embedded(args, &p, &devices, &model, mode, inputs);
+        return run_embedded(args, &p, &devices, &model, mode, inputs, uplink);
     }
     bail!("say what to run: --device ID --join ADDR, --cloud, or --embedded")
 }
@@ -208,9 +223,11 @@ fn run_embedded(
     model: &CostModel,
     mode: Mode,
     inputs: Vec<(String, InputSpec)>,
+    uplink: Transport,
 ) -> Result<()> {
     let mut o = EmbeddedOptions::new(inputs.clone());
     o.mode = mode;
+    o.uplink = uplink;
     o.speed = args.speed;
     o.shape = shape(args);
     o.flush = Duration::from_millis(args.flush_ms.max(1));

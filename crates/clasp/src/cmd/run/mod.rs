@@ -10,24 +10,25 @@ use clasp_core::pattern::{PatternSpec, RatePattern};
 use clasp_core::pipeline::{ServiceMode, ServicePer, ServiceTime};
 use clasp_core::source::{FileSource, Replayable, Source, from_lines};
 use clasp_core::stats::Coefficients;
+use clasp_plan::PlanConfig;
 use clasp_plan::autoscaler::AutoscalerConfig;
 use clasp_plan::autoscaler::Mode;
 use clasp_plan::estimator::EstimatorConfig;
 use clasp_plan::triggers::TriggerConfig;
-use clasp_plan::{PlanConfig, Policy};
 use clasp_runtime::cluster::Launch;
 use clasp_runtime::job::{self, Job};
 use clasp_runtime::observe::Observatory;
-use clasp_runtime::planner::{Input, PlannerConfig, Progress, timers_of};
-use clasp_runtime::scaling::ScalingEvent;
+use clasp_runtime::planner::{Input, PlannerConfig, timers_of};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 mod args;
+mod display;
 mod kafka;
 pub use args::{Args, ScalingMode};
+use display::{event_line, live_line, summary};
 
 /// Applies `--service-time` overrides.
 fn apply_service_times(p: &mut Pipeline, specs: &[String]) -> Result<()> {
@@ -540,125 +541,4 @@ fn stop_on_signals(interrupt: &Arc<std::sync::atomic::AtomicBool>) -> Result<()>
             .with_context(|| format!("installing the handler of signal {signal}"))?;
     }
     Ok(())
-}
-
-fn si(x: f64) -> String {
-    match x.abs() {
-        v if v >= 1e9 => format!("{:.2}G", x / 1e9),
-        v if v >= 1e6 => format!("{:.2}M", x / 1e6),
-        v if v >= 1e4 => format!("{:.1}k", x / 1e3),
-        _ => format!("{x:.0}"),
-    }
-}
-
-fn ms(us: u64) -> String {
-    format!("{:.2}ms", us as f64 / 1e3)
-}
-
-/// The live progress line.
-pub fn live_line(p: &Progress) -> String {
-    let queues: Vec<String> = p.worker_queues.iter().map(u64::to_string).collect();
-    format!(
-        "[{:>6.1}s] in {} req/s ({} rec/s) | done {} req/s | p50 {} p95 {} | queue planner {} workers [{}] | chained {}/s local {}/s remote | workers {}",
-        p.t,
-        si(p.input_rate),
-        si(p.input_records),
-        si(p.throughput),
-        ms(p.p50_us),
-        ms(p.p95_us),
-        p.planner_queue,
-        queues.join(","),
-        si(p.local_rate),
-        si(p.remote_rate),
-        p.workers
-    )
-}
-
-/// One scaling event.
-pub fn event_line(e: &ScalingEvent) -> String {
-    format!(
-        "[{:>6.1}s] scaling {} -> {} workers ({}, target {} req/s): planner {:.2} ms, worst worker pause {:.2} ms, {} keys ({} bytes) moved",
-        e.time_s,
-        e.from_workers,
-        e.to_workers,
-        e.reason,
-        si(e.target_rate),
-        e.planner_ms,
-        e.max_worker_pause_ms,
-        e.keys_moved,
-        e.bytes_moved
-    )
-}
-
-fn summary(name: &str, policy: Policy, out: &job::JobOutput) -> String {
-    let s = &out.summary;
-    let mut text = format!(
-        "\n== `{name}` with policy {policy}: {:.1} s\n\
-         input      {} requests, {} records ({} records/s)\n\
-         completed  {} chains ({} req/s)\n\
-         latency    p50 {} | p95 {} | p99 {} | max {} | mean {:.2}ms\n\
-         chained    {} local, {} remote requests\n\
-         sinks      {} records\n\
-         workers    {} at the end; {} rescalings\n",
-        s.duration_s,
-        s.input_requests,
-        s.input_records,
-        si(s.records_per_s),
-        s.completed,
-        si(s.throughput),
-        ms(s.latency.p50_us),
-        ms(s.latency.p95_us),
-        ms(s.latency.p99_us),
-        ms(s.latency.max_us),
-        s.latency.mean_us / 1e3,
-        s.local_requests,
-        s.remote_requests,
-        s.sink_records,
-        out.placement.workers,
-        out.stats.scaling_events.len(),
-    );
-    text += "operators  name             requests    records    emitted  mean exec  state keys\n";
-    for o in &s.operators {
-        text += &format!(
-            "           {:<16} {:>9} {:>10} {:>10} {:>8.1}us {:>11}\n",
-            o.name, o.processed, o.records, o.emitted, o.mean_exec_us, o.state_keys
-        );
-    }
-    if s.interrupted {
-        text += &format!(
-            "stopped    by a signal (results partial): {} queued requests dropped, {} chains still in flight\n",
-            s.dropped_requests, s.abandoned_chains
-        );
-    } else if s.dropped_requests + s.abandoned_chains > 0 {
-        text += &format!(
-            "stopped    at the duration: {} queued requests dropped, {} chains still in flight\n",
-            s.dropped_requests, s.abandoned_chains
-        );
-    }
-    if s.oversized_records > 0 {
-        text += &format!(
-            "skipped    {} input records larger than the frame limit of {} bytes\n",
-            s.oversized_records,
-            clasp_runtime::wire::DEFAULT_MAX_FRAME
-        );
-    }
-    if !out.stats.recommendations.is_empty() {
-        text += &format!(
-            "recommend  {} decisions reported, none carried out\n",
-            out.stats.recommendations.len()
-        );
-    }
-    let rejected = s.rejected();
-    if rejected > 0 {
-        text += &format!("rejected   {rejected} records:\n");
-        for o in &s.operators {
-            for (reason, n) in &o.rejected {
-                text += &format!("           {}: {n} ({reason})\n", o.name);
-            }
-        }
-    }
-    if out.state_lines > 0 {
-        text += &format!("state      {} keys dumped\n", out.state_lines);
-    }
-    text
 }
