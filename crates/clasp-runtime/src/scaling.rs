@@ -31,6 +31,17 @@ pub enum ScalingError {
     Plan(#[from] PlanError),
 }
 
+impl ScalingError {
+    /// The planner's failure this is, wherever it arose (migrating, or starting and stopping
+    /// workers); otherwise the error itself.
+    pub fn into_planner(self) -> Result<PlannerError, Self> {
+        match self {
+            Self::Planner(e) | Self::Cluster(ClusterError::Planner(e)) => Ok(e),
+            other => Err(other),
+        }
+    }
+}
+
 /// One interval of the planner as the autoscaler takes it: the progress of the interval and the
 /// worker reports that arrived in it.
 pub fn interval(p: &Progress, reports: &[WorkerReport]) -> Interval {

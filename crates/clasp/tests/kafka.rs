@@ -211,16 +211,18 @@ fn wc_from_topic_to_topic_on_three_worker_processes_with_rescaling() {
     assert!(committed.count() >= 2, "the output went out by checkpoint");
 }
 
-/// The same with workers `kill -9`ed between checkpoints, during one and during the second
-/// migration:
+/// The same with workers `kill -9`ed between checkpoints, during one, during the scale-in's
+/// migration (which is carried out again after the recovery) and during the scale-out's:
 /// the sources go back to the checkpoints' offsets and the topic gets every count once.
 #[test]
 fn wc_from_topic_to_topic_survives_worker_kills_exactly_once() {
     if broker().is_none() {
         return;
     }
-    let failures =
-        Failures { workers: &["requests:300", "checkpoint:4", "migration:2"], planner: None };
+    let failures = Failures {
+        workers: &["requests:300", "checkpoint:4", "migration:1", "migration:3"],
+        planner: None,
+    };
     let s = wc_scenario("wc-kills", &failures);
     let lost: usize = s["recoveries"]
         .as_array()
@@ -228,7 +230,14 @@ fn wc_from_topic_to_topic_survives_worker_kills_exactly_once() {
         .iter()
         .map(|r| r["lost"].as_array().map_or(0, Vec::len))
         .sum();
-    assert!(lost >= 3, "{lost} workers recovered from for three kills");
+    assert!(lost >= 4, "{lost} workers recovered from for four kills");
+    let steps: Vec<(u64, u64)> = s["scaling_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["from_workers"].as_u64().unwrap(), e["to_workers"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(steps, [(3, 2), (2, 3)], "both rescales, each after the recovery that broke it");
 }
 
 /// The planner `kill -9`ed during a checkpoint, and the job resumed from its checkpoints: the

@@ -3,7 +3,8 @@
 //! `kill -9`s worker processes (during a migration, during a checkpoint, and between), or the
 //! planner itself (the job then goes on with `--resume`); the final state dump and the
 //! `--output` file must equal the independent reference's exactly — nothing lost, nothing
-//! counted twice. Against a directory store, and against Redis when a server answers (see
+//! counted twice. A scale-in's migration survives the loss of the worker leaving and of one
+//! staying. Against a directory store, and against Redis when a server answers (see
 //! `scripts/setup.sh`; with `CLASP_REQUIRE_REDIS=1` a missing server fails the test).
 
 mod common;
@@ -85,7 +86,18 @@ struct Schedule<'a> {
     workers: &'a [&'a str],
     /// `--kill-planner-at`, after which the job is resumed.
     planner: Option<&'a str>,
+    /// `--kill-seed`: which running worker each kill draws.
+    seed: u64,
 }
+
+/// How a scenario scales: workers at the start and `--rescale-at`.
+struct Shape<'a> {
+    workers: u32,
+    rescale_at: &'a str,
+}
+
+/// Two workers, three from the 250th request, two again from the 650th.
+const OUT_AND_IN: Shape<'static> = Shape { workers: 2, rescale_at: "250:3,650:2" };
 
 /// Runs `app` on worker processes, rescaled 2 → 3 → 2, checkpointing every 120 requests into
 /// `store` (a scratch directory when `None`), with `schedule`'s failures; checks the result
@@ -97,6 +109,31 @@ fn scenario(
     store: Option<String>,
     schedule: &Schedule<'_>,
 ) -> usize {
+    let stats = scaled_scenario(test, app, count, store, schedule, &OUT_AND_IN);
+    // Workers lost in all (a kill during a recovery joins that recovery).
+    lost_workers(&stats).len()
+}
+
+/// The workers each recovery of a run's stats recovered from, in order.
+fn lost_workers(stats: &serde_json::Value) -> Vec<u64> {
+    let none = Vec::new();
+    let recoveries = stats["recoveries"].as_array().unwrap_or(&none);
+    recoveries
+        .iter()
+        .flat_map(|r| r["lost"].as_array().unwrap().iter().map(|w| w.as_u64().unwrap()))
+        .collect()
+}
+
+/// [`scenario`] on `shape`'s workers and rescales; returns the run's stats (of the resumed run
+/// after a planner kill).
+fn scaled_scenario(
+    test: &str,
+    app: &str,
+    count: u64,
+    store: Option<String>,
+    schedule: &Schedule<'_>,
+    shape: &Shape<'_>,
+) -> serde_json::Value {
     let dir = Scratch::new("recovery", &format!("{test}-{app}"));
     let store = store.unwrap_or_else(|| dir.file("checkpoints").display().to_string());
     let (input_args, lines) = inputs_of(app, count, &dir);
@@ -108,7 +145,7 @@ fn scenario(
         "--quiet".into(),
         "--processes".into(),
         "--workers".into(),
-        "2".into(),
+        shape.workers.to_string(),
         "--batch".into(),
         "32".into(),
         "--rate".into(),
@@ -118,13 +155,13 @@ fn scenario(
         "--key-groups".into(),
         "64".into(),
         "--rescale-at".into(),
-        "250:3,650:2".into(),
+        shape.rescale_at.into(),
         "--checkpoint".into(),
         "requests:120".into(),
         "--checkpoint-store".into(),
         store.clone(),
         "--kill-seed".into(),
-        SEED.to_string(),
+        schedule.seed.to_string(),
         "--output".into(),
         output.display().to_string(),
         "--state-dump".into(),
@@ -142,7 +179,6 @@ fn scenario(
     }
     let out = clasp_run(&first);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let mut recoveries = stderr.lines().filter(|l| l.contains("] recovery from the loss")).count();
     if schedule.planner.is_some() {
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(out.status.signal(), Some(9), "{app}: the planner was to be killed:\n{stderr}");
@@ -154,13 +190,9 @@ fn scenario(
         assert!(stderr.contains("resuming from checkpoint"), "{app}:\n{stderr}");
     } else {
         assert!(out.status.success(), "{app}: the run failed:\n{stderr}");
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-        // Workers lost in all (a kill during a recovery joins that recovery).
-        recoveries = v["recoveries"]
-            .as_array()
-            .map_or(0, |rs| rs.iter().map(|r| r["lost"].as_array().map_or(0, Vec::len)).sum());
     }
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     let p = clasp_apps::pipeline(app).unwrap();
     let expected = reference::expected(app, &p, &lines).unwrap();
     let actual = outcome(app, &output, &dump);
@@ -170,7 +202,7 @@ fn scenario(
     assert_eq!(got, produced, "{app}: output records (lost or duplicated)");
     reference::check_order_insensitive(app, &p, &expected, &actual)
         .unwrap_or_else(|e| panic!("{app}: {e}"));
-    recoveries
+    stats
 }
 
 /// Five kills: two between checkpoints, one during a checkpoint, one during the first
@@ -178,6 +210,7 @@ fn scenario(
 const FIVE_KILLS: Schedule<'static> = Schedule {
     workers: &["requests:90", "checkpoint:2", "migration:1", "requests:500", "requests:800"],
     planner: None,
+    seed: SEED,
 };
 
 #[test]
@@ -192,9 +225,51 @@ fn a_join_survives_five_worker_kills_with_exact_output() {
     assert!(n >= 5, "{n} workers recovered from for five kills");
 }
 
+/// Three workers, two from the 250th request: the third leaves by a scale-in.
+const SCALE_IN: Shape<'static> = Shape { workers: 3, rescale_at: "250:2" };
+
+/// WC scaled in 3 → 2 with worker `victim` (drawn by `seed`) killed once the scale-in's
+/// migration orders went out: one recovery, from exactly that loss, onto the three workers
+/// before the scale-in, which is then carried out; the result is exact (checked inside).
+fn wc_scale_in_with_a_kill(test: &str, seed: u64, victim: u64) {
+    let schedule = Schedule { workers: &["migration:1"], planner: None, seed };
+    let stats = scaled_scenario(test, "wc", 30_000, None, &schedule, &SCALE_IN);
+    assert_eq!(lost_workers(&stats), [victim], "the workers recovered from");
+    assert_eq!(stats["recoveries"][0]["workers"], 3, "restored onto the workers before");
+    let rescales: Vec<(u64, u64)> = stats["scaling_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["from_workers"].as_u64().unwrap(), e["to_workers"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(rescales.last(), Some(&(3, 2)), "the scale-in after the recovery: {rescales:?}");
+}
+
+#[test]
+fn wc_recovers_exactly_when_the_leaving_worker_dies_during_a_scale_in() {
+    wc_scale_in_with_a_kill("scale-in-leaving", 1, 2);
+}
+
+#[test]
+fn wc_recovers_exactly_when_a_staying_worker_dies_during_a_scale_in() {
+    wc_scale_in_with_a_kill("scale-in-staying-0", SEED, 0);
+    wc_scale_in_with_a_kill("scale-in-staying-1", 8, 1);
+}
+
+#[test]
+fn a_worker_killed_while_a_recovery_restores_joins_that_recovery() {
+    let schedule = Schedule { workers: &["requests:90", "restore:1"], planner: None, seed: SEED };
+    let stats = scaled_scenario("restore", "wc", 30_000, None, &schedule, &OUT_AND_IN);
+    let recoveries = stats["recoveries"].as_array().unwrap();
+    assert_eq!(recoveries.len(), 1, "one recovery, restarted: {recoveries:#?}");
+    let lost = lost_workers(&stats);
+    assert_eq!(lost.len(), 2, "both workers killed are recovered from: {lost:?}");
+}
+
 #[test]
 fn a_killed_planner_resumes_with_exact_output() {
-    let schedule = Schedule { workers: &["requests:90"], planner: Some("checkpoint:4") };
+    let schedule =
+        Schedule { workers: &["requests:90"], planner: Some("checkpoint:4"), seed: SEED };
     scenario("planner", "nwm", 30_000, None, &schedule);
     scenario("planner", "wc", 30_000, None, &schedule);
 }
@@ -205,6 +280,7 @@ fn the_same_against_redis() {
     let n = scenario("redis", "wc", 30_000, Some(store), &FIVE_KILLS);
     assert!(n >= 5, "{n} workers recovered from for five kills");
     let Some(store) = redis("planner") else { return };
-    let schedule = Schedule { workers: &["checkpoint:1"], planner: Some("checkpoint:4") };
+    let schedule =
+        Schedule { workers: &["checkpoint:1"], planner: Some("checkpoint:4"), seed: SEED };
     scenario("redis", "nwm", 30_000, Some(store), &schedule);
 }

@@ -1,6 +1,6 @@
 //! Failures caused on purpose, for tests and measurements: `kill -9` of a worker (seeded
 //! choice among the running ones) or of the planner itself, at points counted in events —
-//! input requests, checkpoint boundaries, migrations — never in time.
+//! input requests, checkpoint boundaries, migrations, recoveries' restores — never in time.
 
 use clasp_core::WorkerId;
 use clasp_core::rng::SeededRng;
@@ -18,12 +18,15 @@ pub enum KillPoint {
     Checkpoint(u64),
     /// During the n-th migration of the run (1-based): after its orders went out.
     Migration(u64),
+    /// During the n-th restore of a recovery (1-based; a recovery restarted by a loss
+    /// restores again): once the workers rolled back and joined, as the orders go out.
+    Restore(u64),
 }
 
 impl std::str::FromStr for KillPoint {
     type Err = String;
 
-    /// `requests:N`, `checkpoint:N` or `migration:N`.
+    /// `requests:N`, `checkpoint:N`, `migration:N` or `restore:N`.
     fn from_str(s: &str) -> Result<Self, String> {
         let (kind, n) = s
             .split_once(':')
@@ -33,8 +36,11 @@ impl std::str::FromStr for KillPoint {
             "requests" => Ok(Self::Requests(n)),
             "checkpoint" if n > 0 => Ok(Self::Checkpoint(n)),
             "migration" if n > 0 => Ok(Self::Migration(n)),
-            "checkpoint" | "migration" => Err(format!("`{s}`: counts start at 1")),
-            other => Err(format!("`{s}`: `{other}` is not requests, checkpoint or migration")),
+            "restore" if n > 0 => Ok(Self::Restore(n)),
+            "checkpoint" | "migration" | "restore" => Err(format!("`{s}`: counts start at 1")),
+            other => {
+                Err(format!("`{s}`: `{other}` is not requests, checkpoint, migration or restore"))
+            }
         }
     }
 }
@@ -64,6 +70,7 @@ pub(crate) struct KillSwitch {
     rng: SeededRng,
     checkpoints: u64,
     migrations: u64,
+    restores: u64,
     /// Workers killed so far, and when.
     pub(crate) killed: Vec<(WorkerId, std::time::Instant)>,
 }
@@ -71,7 +78,7 @@ pub(crate) struct KillSwitch {
 impl KillSwitch {
     pub(crate) fn new(plan: KillPlan) -> Self {
         let rng = SeededRng::seed_from_u64(plan.seed ^ 0x6b11);
-        Self { plan, rng, checkpoints: 0, migrations: 0, killed: Vec::new() }
+        Self { plan, rng, checkpoints: 0, migrations: 0, restores: 0, killed: Vec::new() }
     }
 
     /// Kills what is due once `requests` input requests entered.
@@ -91,6 +98,13 @@ impl KillSwitch {
         self.migrations += 1;
         let n = self.migrations;
         self.fire(|p| p == KillPoint::Migration(n), workers);
+    }
+
+    /// A recovery's restore orders are about to go out.
+    pub(crate) fn at_restore(&mut self, workers: &[(WorkerId, u32)]) {
+        self.restores += 1;
+        let n = self.restores;
+        self.fire(|p| p == KillPoint::Restore(n), workers);
     }
 
     fn fire(&mut self, due: impl Fn(KillPoint) -> bool, workers: &[(WorkerId, u32)]) {
@@ -123,8 +137,15 @@ mod tests {
         assert_eq!("requests:500".parse(), Ok(KillPoint::Requests(500)));
         assert_eq!("checkpoint:2".parse(), Ok(KillPoint::Checkpoint(2)));
         assert_eq!("migration:1".parse(), Ok(KillPoint::Migration(1)));
+        assert_eq!("restore:2".parse(), Ok(KillPoint::Restore(2)));
+        assert!("restore:0".parse::<KillPoint>().unwrap_err().contains("start at 1"));
         assert!("checkpoint:0".parse::<KillPoint>().unwrap_err().contains("start at 1"));
-        assert!("lunch:1".parse::<KillPoint>().unwrap_err().contains("requests, checkpoint"));
+        assert!(
+            "lunch:1"
+                .parse::<KillPoint>()
+                .unwrap_err()
+                .contains("requests, checkpoint, migration or restore")
+        );
         assert!("5".parse::<KillPoint>().unwrap_err().contains("KIND:N"));
     }
 }

@@ -173,17 +173,26 @@ impl JobHooks<'_> {
             return Ok(());
         }
         let pool = &mut *self.pool;
+        let mut scheduled = None;
         let result = if self.rescales.last().is_some_and(|r| p.requests >= r.after_requests) {
             let at = self.rescales.pop().expect("a rescale is due");
+            scheduled = Some(at);
             self.scaler.rescale_to_workers(planner, pool, at.workers).map(Some)
         } else {
             self.scaler.step(planner, pool, p)
         };
-        match result {
+        match result.map_err(ScalingError::into_planner) {
             Ok(Some(event)) => (self.on_event)(&event),
             Ok(None) => {}
-            Err(ScalingError::Planner(e)) => return Err(e),
-            Err(e) => self.failure = Some(e),
+            // A worker lost while the cluster rescaled: the run recovers from it like from
+            // any other loss, and the rescale asked for is tried again after the recovery.
+            Err(Ok(e)) => {
+                if let Some(at) = scheduled {
+                    self.rescales.push(at);
+                }
+                return Err(e);
+            }
+            Err(Err(e)) => self.failure = Some(e),
         }
         Ok(())
     }
@@ -355,6 +364,7 @@ impl JobHooks<'_> {
         };
         let orders =
             restore_orders(&pipeline, &routing, manifest.as_ref(), generation, &f.store.location());
+        lock(&f.kills).at_restore(&planner.worker_pids());
         let restored = planner.restore(orders)?;
         let positions = positions_of(&pipeline, manifest.as_ref(), f.cfg.resume.as_ref());
         planner.resume_from(routing, &positions);

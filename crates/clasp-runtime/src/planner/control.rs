@@ -18,6 +18,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Whether `plan` places operator shares or key groups on worker `w`.
+fn named_in(plan: &RoutingPlan, w: WorkerId) -> bool {
+    plan.placement.operators.iter().any(|o| o.shares.iter().any(|s| s.worker == w))
+        || plan.keys.owners.iter().any(|owners| owners.contains(&w))
+}
+
 /// What a run calls back into, besides its progress.
 pub trait RunHooks {
     /// Every interval, after the progress: may change the placement (the scaling loop).
@@ -115,12 +121,10 @@ impl Planner {
         Ok(())
     }
 
-    /// Whether worker `w` has operator shares or key groups in the routing in force.
+    /// Whether worker `w` has operator shares or key groups in the routing in force, or is
+    /// still leaving by a migration.
     fn holds_work(&self, w: WorkerId) -> bool {
-        let routing = self.shared.routing();
-        let plan = routing.plan();
-        plan.placement.operators.iter().any(|o| o.shares.iter().any(|s| s.worker == w))
-            || plan.keys.owners.iter().any(|owners| owners.contains(&w))
+        self.leaving.contains(&w) || named_in(self.shared.routing().plan(), w)
     }
 
     /// Makes `plan` the routing of the planner and every worker, without moving anything (for
@@ -188,6 +192,12 @@ impl Planner {
         let issued = Instant::now();
         let epoch = plan.epoch;
         let involved: Vec<WorkerId> = parts.workers.iter().map(|p| p.worker).collect();
+        let old = self.shared.routing();
+        for w in self.workers() {
+            if named_in(old.plan(), w) && !named_in(&plan, w) && !self.leaving.contains(&w) {
+                self.leaving.push(w);
+            }
+        }
         *write(&self.shared.routing) = Arc::new(Routing::new(&self.shared.pipeline, plan.clone()));
         for part in &parts.workers {
             let order =

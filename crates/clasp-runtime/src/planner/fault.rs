@@ -210,6 +210,7 @@ impl Planner {
     /// Marks worker `w` gone (lost): its id may be taken by a replacement; the others drop
     /// their links to it.
     pub fn forget(&mut self, w: WorkerId) {
+        self.leaving.retain(|x| *x != w);
         if let Some(Some(s)) = lock(&self.shared.workers).get_mut(w.index()) {
             s.left = true;
             s.lost = true;
@@ -303,6 +304,8 @@ impl Planner {
     /// `positions` (from their start where `None`) with the watermarks they had there, and
     /// dispatch resumes.
     pub fn resume_from(&mut self, plan: RoutingPlan, positions: &[Option<ReplayPoint>]) {
+        // Every worker rolled back: none still owes a migration anything.
+        self.leaving.clear();
         *write(&self.shared.routing) = Arc::new(Routing::new(&self.shared.pipeline, plan));
         let controls = lock(&self.shared.ingress).clone();
         let mut rewound = self.start_positions.clone();

@@ -124,6 +124,7 @@ impl Planner {
 
     /// Stops worker `w` (it must hold no state and no placement).
     pub fn retire(&mut self, w: WorkerId) {
+        self.leaving.retain(|x| *x != w);
         // Marked first: the worker may close its connection as soon as it reads Shutdown.
         if let Some(Some(s)) = lock(&self.shared.workers).get_mut(w.index()) {
             s.left = true;

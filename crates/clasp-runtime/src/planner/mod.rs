@@ -184,6 +184,10 @@ pub struct Planner {
     /// Called once a migration's orders went out, with the running workers and their
     /// process ids (fault injection).
     migration_hook: Option<MigrationHook>,
+    /// Workers a migration took everything off that are not retired yet: until then they
+    /// still send their state and forward what was routed to them, so losing one is losing
+    /// work although the routing in force no longer names it.
+    leaving: Vec<WorkerId>,
 }
 
 /// See [`Planner::set_migration_hook`].
@@ -258,6 +262,7 @@ impl Planner {
             start_positions: Vec::new(),
             resumed_watermarks: Vec::new(),
             migration_hook: None,
+            leaving: Vec::new(),
         })
     }
 

@@ -10,7 +10,8 @@ use crate::migration::MigrationData;
 use crate::wire::Message;
 use clasp_core::WorkerId;
 use clasp_core::rng::independent_stream;
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -32,23 +33,57 @@ pub(super) enum Control {
     PlannerDown(String),
 }
 
+/// The control loop's events in the order they came: those a step waiting for something
+/// else (a migration) set aside first, then the channel's.
+pub(super) struct Inbox<'a> {
+    set_aside: VecDeque<Control>,
+    rx: &'a Receiver<Control>,
+}
+
+impl<'a> Inbox<'a> {
+    fn new(rx: &'a Receiver<Control>) -> Self {
+        Self { set_aside: VecDeque::new(), rx }
+    }
+
+    /// The next event; `None` once every sender is gone.
+    fn recv(&mut self) -> Option<Control> {
+        self.set_aside.pop_front().or_else(|| self.rx.recv().ok())
+    }
+
+    /// The next event within `timeout`.
+    pub(super) fn recv_timeout(&mut self, timeout: Duration) -> Result<Control, RecvTimeoutError> {
+        match self.set_aside.pop_front() {
+            Some(c) => Ok(c),
+            None => self.rx.recv_timeout(timeout),
+        }
+    }
+
+    /// Puts `events`, taken from here in this order, back ahead of everything else.
+    fn put_back(&mut self, events: Vec<Control>) {
+        for c in events.into_iter().rev() {
+            self.set_aside.push_front(c);
+        }
+    }
+}
+
 /// Handles control events until the planner says stop; losing the planner is an error.
 pub(super) fn control_loop(
     shared: &Arc<WorkerShared>,
     rx: &Receiver<Control>,
     tx: &Sender<Control>,
 ) -> Result<(), WorkerError> {
+    let mut inbox = Inbox::new(rx);
     let mut early: Vec<MigrationData> = Vec::new();
     let mut rng = independent_stream(shared.settings.seed, u64::from(shared.me.0) << 16 | 0xc0de);
     let mut left: Vec<WorkerId> = Vec::new();
     // Peers that sent their last message or whose link went down: a retiring worker waits
     // for the rest (their last message may arrive before it learns that it retires).
     let mut ended: Vec<WorkerId> = Vec::new();
-    while let Ok(event) = rx.recv() {
+    while let Some(event) = inbox.recv() {
         match event {
             Control::Planner(Message::Shutdown) => return Ok(()),
             Control::Planner(Message::PeerLeft(w)) if w == shared.me => {
-                if retire(shared, rx, &mut early, &ended) {
+                if retire(shared, &mut inbox, &mut early, &ended) {
                     return Ok(());
                 }
             }
@@ -58,7 +93,8 @@ pub(super) fn control_loop(
                 shared.admit(held, &mut rng);
             }
             Control::Planner(Message::Migrate(order)) => {
-                migrate(shared, *order, rx, tx, &mut early, &mut rng)
+                let set_aside = migrate(shared, *order, &mut inbox, &mut early, &mut rng);
+                inbox.put_back(set_aside);
             }
             Control::Planner(Message::Checkpoint(order)) => checkpoint::checkpoint(shared, order),
             Control::Planner(Message::Rollback(generation)) => {
@@ -128,7 +164,7 @@ const RETIRE_WAIT: Duration = Duration::from_secs(30);
 /// the worker may stop. Returns whether the planner already said stop meanwhile.
 fn retire(
     shared: &Arc<WorkerShared>,
-    rx: &Receiver<Control>,
+    inbox: &mut Inbox<'_>,
     early: &mut Vec<MigrationData>,
     ended: &[WorkerId],
 ) -> bool {
@@ -138,7 +174,7 @@ fn retire(
     let deadline = Instant::now() + RETIRE_WAIT;
     while !waiting.is_empty() {
         let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
+        match inbox.recv_timeout(left) {
             Ok(Control::PeerDone(w) | Control::PeerDown(w, _)) => waiting.retain(|&p| p != w),
             Ok(Control::Planner(Message::Shutdown)) => stop = true,
             Ok(Control::Data(d)) => early.push(*d),

@@ -1,8 +1,7 @@
 //! This worker's side of a migration (see [`crate::migration`]).
 
 use super::WorkerShared;
-use super::control::Control;
-use super::mesh::connected_peers;
+use super::control::{Control, Inbox};
 use crate::migration::{self, MigrationData, MigrationDone, MigrationOrder, StateGroup};
 use crate::request::Request;
 use crate::routing::Routing;
@@ -10,7 +9,6 @@ use crate::wire::Message;
 use clasp_core::rng::SeededRng;
 use clasp_core::state::DetachedGroup;
 use clasp_core::{KeyGroup, OperatorId, WorkerId};
-use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,15 +22,15 @@ use std::time::{Duration, Instant};
 /// what each peer is owed come after; so does waiting for what peers send: each sender's
 /// message opens its groups, and only their records waited. Incoming groups are
 /// staged as they arrive and decoded on first access or right after. The completion goes to
-/// the planner once every expected message arrived.
+/// the planner once every expected message arrived. Returns the control events that came
+/// meanwhile and are not the migration's, in order, for the control loop.
 pub(super) fn migrate(
     shared: &Arc<WorkerShared>,
     order: MigrationOrder,
-    rx: &Receiver<Control>,
-    tx: &Sender<Control>,
+    inbox: &mut Inbox<'_>,
     early: &mut Vec<MigrationData>,
     rng: &mut SeededRng,
-) {
+) -> Vec<Control> {
     let started = Instant::now();
     let me = shared.me;
     let expected = order.part.receive_from.clone();
@@ -96,7 +94,9 @@ pub(super) fn migrate(
             incoming.iter().filter(|x| x.2 == from).map(|&(op, g, _)| (op, g)).collect();
         shared.sched.open_gate(&from_sender, requests);
     };
-    await_peers(shared, order.epoch, &expected, (rx, tx), early, &mut done, &mut open);
+    let mut set_aside = Vec::new();
+    let mut waited = Waited { done: &mut done, set_aside: &mut set_aside };
+    await_peers(order.epoch, &expected, inbox, early, &mut waited, &mut open);
     // A sender that never delivered leaves the migration failed; its groups open so nothing
     // waits for them forever.
     shared.sched.open_gate(&gated, Vec::new());
@@ -111,6 +111,7 @@ pub(super) fn migrate(
             );
         }
     }
+    set_aside
 }
 
 /// The key groups `me` takes over from the peers in `expected`, with their previous owners:
@@ -252,16 +253,23 @@ fn route_queued(
     (keep, to_peer)
 }
 
+/// Where [`await_peers`] records what it waited for: the failure in the completion, and the
+/// control events that are not the migration's (the control loop handles them after it).
+struct Waited<'a> {
+    done: &'a mut MigrationDone,
+    set_aside: &'a mut Vec<Control>,
+}
+
 /// Waits for the migration messages of every peer in `expected` (some may have arrived
-/// early), handing each to `arrived` as it comes; a lost peer or a timeout is recorded in
-/// `done`.
+/// early), handing each to `arrived` as it comes; a lost peer, a recovery or the end, or a
+/// timeout ends the wait with the migration failed. Every other event is set aside in order:
+/// a peer leaving or joining meanwhile must still change this worker's links.
 fn await_peers(
-    shared: &Arc<WorkerShared>,
     epoch: u64,
     expected: &[WorkerId],
-    (rx, tx): (&Receiver<Control>, &Sender<Control>),
+    inbox: &mut Inbox<'_>,
     early: &mut Vec<MigrationData>,
-    done: &mut MigrationDone,
+    waited: &mut Waited<'_>,
     arrived: &mut impl FnMut(MigrationData),
 ) {
     let (now, rest): (Vec<_>, Vec<_>) = early.drain(..).partition(|d| d.epoch == epoch);
@@ -274,30 +282,29 @@ fn await_peers(
     let deadline = Instant::now() + Duration::from_secs(60);
     while !expected.iter().all(|w| got.contains(w)) {
         let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
+        match inbox.recv_timeout(left) {
             Ok(Control::Data(d)) if d.epoch == epoch => {
                 got.push(d.from);
                 arrived(*d);
             }
             Ok(Control::Data(d)) => early.push(*d),
-            Ok(Control::PeerUp(_)) => {
-                shared.planner.send(Message::MeshReady(connected_peers(shared)));
-            }
             Ok(Control::PeerDown(w, why)) if expected.contains(&w) => {
-                done.error = Some(format!("worker {w} was lost during the migration: {why}"));
+                waited.done.error =
+                    Some(format!("worker {w} was lost during the migration: {why}"));
+                waited.set_aside.push(Control::PeerDown(w, why));
                 break;
             }
             // A recovery (or the end) overrides the migration: the control loop handles it next.
             Ok(Control::Planner(m @ (Message::Rollback(_) | Message::Shutdown))) => {
-                done.error = Some(format!("interrupted by {}", m.name()));
-                let _ = tx.send(Control::Planner(m));
+                waited.done.error = Some(format!("interrupted by {}", m.name()));
+                waited.set_aside.push(Control::Planner(m));
                 break;
             }
-            Ok(other) => tracing::debug!("worker {}: during migration: {other:?}", shared.me),
+            Ok(other) => waited.set_aside.push(other),
             Err(_) => {
                 let missing: Vec<String> =
                     expected.iter().filter(|w| !got.contains(w)).map(ToString::to_string).collect();
-                done.error =
+                waited.done.error =
                     Some(format!("no migration data from {} after 60 s", missing.join(", ")));
                 break;
             }

@@ -37,8 +37,8 @@ pub struct FaultArgs {
     #[arg(long, default_value = "1500ms", value_parser = super::duration::parse)]
     pub heartbeat_timeout: Duration,
     /// Fault injection: `kill -9` a worker (chosen by --kill-seed) at `requests:N`,
-    /// `checkpoint:N` (during the N-th checkpoint) or `migration:N`. Repeatable; needs
-    /// --processes.
+    /// `checkpoint:N` (during the N-th checkpoint), `migration:N` or `restore:N` (during the
+    /// N-th restore of a recovery). Repeatable; needs --processes.
     #[arg(long, value_name = "POINT", value_parser = parse_point)]
     pub kill_worker_at: Vec<KillPoint>,
     /// Fault injection: `kill -9` the planner itself at this point (resume with --resume).
