@@ -53,6 +53,17 @@ pub struct KafkaAddress {
 }
 
 impl KafkaAddress {
+    /// The error of a request about `partition` that got no answer within the timeout.
+    pub(crate) fn timed_out(&self, operation: &'static str, partition: i32) -> KafkaError {
+        KafkaError::TimedOut {
+            operation,
+            topic: self.topic.clone(),
+            partition,
+            brokers: self.brokers_text(),
+            after: self.timeout,
+        }
+    }
+
     /// The bootstrap brokers as written, comma-separated (for messages).
     pub fn brokers_text(&self) -> String {
         self.brokers.join(",")

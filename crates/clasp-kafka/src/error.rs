@@ -69,6 +69,24 @@ pub enum KafkaError {
         #[source]
         source: rskafka::client::error::Error,
     },
+    /// A request about one partition got no answer in time: the broker went away (the client
+    /// keeps reconnecting otherwise).
+    #[error(
+        "{operation} on topic `{topic}` partition {partition}: no answer from the brokers {brokers} within {} ms",
+        after.as_millis()
+    )]
+    TimedOut {
+        /// What was being done.
+        operation: &'static str,
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The bootstrap brokers.
+        brokers: String,
+        /// The spec's `timeout_ms`.
+        after: Duration,
+    },
     /// A record cannot become a clasp record.
     #[error("topic `{topic}` partition {partition} offset {offset}: {why}")]
     BadRecord {

@@ -28,6 +28,13 @@ struct Progress {
     stopped: bool,
 }
 
+impl Progress {
+    /// Whether handed-over segments are still on their way: none once the thread stopped.
+    fn producing(&self) -> bool {
+        self.outstanding > 0 && self.failed.is_none() && !self.stopped
+    }
+}
+
 type Shared = Arc<(Mutex<Progress>, Condvar)>;
 
 fn lock(shared: &Shared) -> MutexGuard<'_, Progress> {
@@ -82,14 +89,13 @@ impl Publisher {
 
     /// Whether a handed-over segment is still being produced.
     pub(crate) fn busy(&self) -> bool {
-        let p = lock(&self.shared);
-        p.outstanding > 0 && p.failed.is_none()
+        lock(&self.shared).producing()
     }
 
     /// Waits until every handed-over segment is produced; fails with the thread's error.
     pub(crate) fn wait_idle(&self) -> Result<(), KafkaError> {
         let mut p = lock(&self.shared);
-        while p.outstanding > 0 && p.failed.is_none() {
+        while p.producing() {
             p = self.shared.1.wait(p).unwrap_or_else(PoisonError::into_inner);
         }
         drop(p);

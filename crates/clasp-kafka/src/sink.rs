@@ -144,6 +144,7 @@ impl KafkaSink {
             .filter(|(_, b)| !b.is_empty())
             .map(|(i, b)| (i, self.partitions[i].1.clone(), b))
             .collect();
+        let timeout = self.connection.address.timeout;
         let results = self.connection.runtime.block_on(async move {
             let mut set = tokio::task::JoinSet::new();
             for (i, client, mut records) in work {
@@ -152,12 +153,14 @@ impl KafkaSink {
                     while !records.is_empty() {
                         let rest = records.split_off(records.len().min(BATCH_RECORDS));
                         let n = records.len() as u64;
-                        match client.produce(records, Compression::NoCompression).await {
-                            Ok(offsets) => {
+                        let produced = client.produce(records, Compression::NoCompression);
+                        match tokio::time::timeout(timeout, produced).await {
+                            Ok(Ok(offsets)) => {
                                 acked += n;
                                 end = offsets.last().map(|o| o + 1).or(end);
                             }
-                            Err(e) => return (i, acked, end, Err(e)),
+                            Ok(Err(e)) => return (i, acked, end, Err(Some(e))),
+                            Err(_) => return (i, acked, end, Err(None)),
                         }
                         records = rest;
                     }
@@ -178,13 +181,21 @@ impl KafkaSink {
             if let Some(end) = end {
                 self.ends[i] = self.ends[i].max(end);
             }
-            if let Err(source) = result {
-                first_error.get_or_insert(KafkaError::Partition {
-                    operation: "producing",
-                    topic: self.connection.address.topic.clone(),
-                    partition: self.partitions[i].0,
-                    source,
-                });
+            let partition = self.partitions[i].0;
+            let address = &self.connection.address;
+            match result {
+                Ok(()) => {}
+                Err(Some(source)) => {
+                    first_error.get_or_insert(KafkaError::Partition {
+                        operation: "producing",
+                        topic: address.topic.clone(),
+                        partition,
+                        source,
+                    });
+                }
+                Err(None) => {
+                    first_error.get_or_insert(address.timed_out("producing", partition));
+                }
             }
         }
         first_error.map_or(Ok(()), Err)

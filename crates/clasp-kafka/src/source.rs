@@ -164,10 +164,15 @@ impl KafkaSource {
             .filter(|(_, p)| p.buffered.is_empty() && !p.finished())
             .map(|(i, p)| (i, p.client.clone(), p.next, p.earliest))
             .collect();
+        let timeout = self.connection.address.timeout;
         let results = self.connection.runtime.block_on(async move {
             let mut set = tokio::task::JoinSet::new();
             for (i, client, next, earliest) in wanted {
-                set.spawn(async move { (i, fetch_holding(&client, next, earliest).await) });
+                set.spawn(async move {
+                    let answer =
+                        tokio::time::timeout(timeout, fetch_holding(&client, next, earliest)).await;
+                    (i, answer)
+                });
             }
             let mut results = Vec::new();
             while let Some(done) = set.join_next().await {
@@ -179,9 +184,11 @@ impl KafkaSource {
         for done in results {
             let (i, result) = done.map_err(|e| KafkaError::Runtime(io::Error::other(e)))?;
             let p = &mut self.partitions[i];
+            let address = &self.connection.address;
+            let result = result.map_err(|_| address.timed_out("fetching records", p.id))?;
             let (records, _high_watermark) = result.map_err(|source| KafkaError::Partition {
                 operation: "fetching records",
-                topic: self.connection.address.topic.clone(),
+                topic: address.topic.clone(),
                 partition: p.id,
                 source,
             })?;

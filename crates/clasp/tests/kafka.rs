@@ -449,3 +449,94 @@ fn a_record_without_a_value_stops_the_run_naming_its_offset() {
     let args = wc_args(&["--input".into(), format!("kafka:{broker}/{t}?stop=latest")]);
     fails(&args, &[&format!("topic `{t}` partition 0 offset 5: the record has no value")]);
 }
+
+/// A broker of this test's own (`scripts/kafka-broker.sh`), stopped when dropped; `None` when
+/// tansu is not installed and no broker is required.
+struct OwnBroker {
+    address: String,
+    port: String,
+}
+
+impl OwnBroker {
+    fn start() -> Option<Self> {
+        let script = root().join("scripts/kafka-broker.sh");
+        let out = Command::new(&script).arg("start").output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let Some(address) = text.trim().strip_prefix("export CLASP_KAFKA_BROKERS=") else {
+            let why = String::from_utf8_lossy(&out.stderr);
+            let required =
+                std::env::var_os("CLASP_REQUIRE_KAFKA").is_some_and(|v| !v.is_empty() && v != "0");
+            assert!(!required, "CLASP_REQUIRE_KAFKA is set but no broker starts: {why}");
+            eprintln!("SKIPPED: no broker of the test's own: {why}");
+            return None;
+        };
+        let port = address.rsplit(':').next().unwrap().to_owned();
+        Some(Self { address: address.to_owned(), port })
+    }
+
+    fn stop(&self) {
+        let script = root().join("scripts/kafka-broker.sh");
+        let out = Command::new(&script).args(["stop", &self.port]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+impl Drop for OwnBroker {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The broker stops while a job reads from it and writes to it exactly once: the run ends
+/// with an error naming the topic instead of waiting for it, and the checkpoints committed
+/// before stay in the store for a resume (their produced records were already in the topic).
+#[test]
+fn a_broker_that_goes_away_mid_run_ends_the_run_naming_the_topic() {
+    let Some(broker) = OwnBroker::start() else { return };
+    let b = &broker.address;
+    let (input, output) = (topic("gone-in"), topic("gone-out"));
+    produce_lines(b, &input, &corpus(3_000, 23));
+    create_topic(b, &output, 3).unwrap();
+    let dir = Scratch::new("kafka", "gone");
+    let store = dir.file("checkpoints");
+    let job = clasp()
+        .arg("run")
+        .args(wc_args(&[
+            "--batch".into(),
+            "1".into(),
+            "--rate".into(),
+            "200".into(),
+            "--checkpoint".into(),
+            "requests:100".into(),
+            "--checkpoint-store".into(),
+            store.display().to_string(),
+            "--input".into(),
+            format!("kafka:{b}/{input}?stop=never&timeout_ms=2000"),
+            "--output".into(),
+            format!("kafka:{b}/{output}?timeout_ms=2000"),
+        ]))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The job is under way once committed counts reach the topic.
+    let mut seen = 0;
+    for _ in 0..6_000 {
+        seen = read_topic(b, &output).len();
+        if seen > 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(seen > 0, "no committed counts reached the topic");
+    broker.stop();
+    let out = job.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(!out.status.success(), "the run went on without its broker");
+    assert!(err.contains(&input) || err.contains(&output), "names the topic:\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let manifests = std::fs::read_dir(&store)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains("manifest"))
+        .count();
+    assert!(manifests > 0, "the committed checkpoints are kept");
+}
