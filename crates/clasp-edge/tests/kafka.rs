@@ -19,31 +19,13 @@ use clasp_edge::protocol::Item;
 use clasp_edge::results::CollectSink;
 use clasp_edge::{EdgeError, Mode};
 use clasp_kafka::records::{OutRecord, RecordProducer};
+use clasp_kafka::topics::test_broker as broker;
 use clasp_plan::edgecut::{self, CostModel, Devices};
 use clasp_reference as reference;
 use common::*;
 
 /// One workflow at a time: each run starts a cluster and five devices on a 2-core machine.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// The broker, or `None` when there is none and none is required (the test then skips).
-fn broker() -> Option<String> {
-    let given = std::env::var("CLASP_KAFKA_BROKERS").ok().filter(|b| !b.is_empty());
-    let required =
-        std::env::var_os("CLASP_REQUIRE_KAFKA").is_some_and(|v| !v.is_empty() && v != "0");
-    match (given, required) {
-        (Some(b), _) => Some(b),
-        (None, true) => panic!(
-            "CLASP_REQUIRE_KAFKA is set but CLASP_KAFKA_BROKERS names no broker: start one with scripts/kafka-broker.sh (tansu, installed by scripts/setup.sh)"
-        ),
-        (None, false) => {
-            eprintln!(
-                "SKIPPED: no Kafka broker (start one with scripts/kafka-broker.sh and set CLASP_KAFKA_BROKERS; CLASP_REQUIRE_KAFKA=1 makes this a failure)"
-            );
-            None
-        }
-    }
-}
 
 /// A fresh topic of `partitions` partitions, unique to this test process and `name`.
 fn fresh_topic(broker: &str, name: &str, partitions: i32) -> String {

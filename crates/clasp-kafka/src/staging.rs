@@ -252,24 +252,11 @@ mod tests {
 
     use super::*;
     use crate::source::{KafkaSource, SourceOptions};
+    use crate::topics::test_broker as broker;
     use clasp_core::Batch;
     use clasp_core::input::{InputRecord, Next};
     use clasp_core::source::Source;
     use clasp_runtime::planner::SinkOutput;
-
-    fn broker() -> Option<String> {
-        let given = std::env::var("CLASP_KAFKA_BROKERS").ok().filter(|b| !b.is_empty());
-        let required =
-            std::env::var_os("CLASP_REQUIRE_KAFKA").is_some_and(|v| !v.is_empty() && v != "0");
-        match (given, required) {
-            (Some(b), _) => Some(b),
-            (None, true) => panic!("CLASP_REQUIRE_KAFKA is set but CLASP_KAFKA_BROKERS is not"),
-            (None, false) => {
-                eprintln!("SKIPPED: no Kafka broker (CLASP_KAFKA_BROKERS)");
-                None
-            }
-        }
-    }
 
     fn batch(from: u32, n: u32) -> Batch {
         let mut b = Batch::default();

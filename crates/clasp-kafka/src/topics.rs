@@ -97,3 +97,27 @@ pub fn retained_offsets(
         }
     })
 }
+
+/// Whether tests must have a broker (`CLASP_REQUIRE_KAFKA` set, and not to 0).
+pub fn broker_required() -> bool {
+    std::env::var_os("CLASP_REQUIRE_KAFKA").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The broker tests run against: `CLASP_KAFKA_BROKERS` (started by `scripts/kafka-broker.sh`).
+/// `None`, with a message, when there is none and `CLASP_REQUIRE_KAFKA` is unset: the caller
+/// then skips; with `CLASP_REQUIRE_KAFKA=1` a missing broker is a failure (a panic).
+pub fn test_broker() -> Option<String> {
+    let given = std::env::var("CLASP_KAFKA_BROKERS").ok().filter(|b| !b.is_empty());
+    match (given, broker_required()) {
+        (Some(b), _) => Some(b),
+        (None, true) => panic!(
+            "CLASP_REQUIRE_KAFKA is set but CLASP_KAFKA_BROKERS names no broker: start one with scripts/kafka-broker.sh (tansu, installed by scripts/setup.sh)"
+        ),
+        (None, false) => {
+            eprintln!(
+                "SKIPPED: no Kafka broker (start one with scripts/kafka-broker.sh and set CLASP_KAFKA_BROKERS; CLASP_REQUIRE_KAFKA=1 makes this a failure)"
+            );
+            None
+        }
+    }
+}

@@ -6,7 +6,9 @@
 
 mod common;
 
-use clasp::kafka::topics::{RawRecord, create_topic, produce, retained_offsets};
+use clasp::kafka::topics::{
+    RawRecord, broker_required, create_topic, produce, retained_offsets, test_broker as broker,
+};
 use clasp::kafka::{SourceOptions, open_source};
 use clasp::{Source, core::input::InputRecord, core::input::Next};
 use common::{Scratch, root};
@@ -15,25 +17,6 @@ use std::process::{Command, Output};
 
 fn clasp() -> Command {
     Command::new(env!("CARGO_BIN_EXE_clasp"))
-}
-
-/// The broker, or `None` when there is none and none is required (the test then skips).
-fn broker() -> Option<String> {
-    let given = std::env::var("CLASP_KAFKA_BROKERS").ok().filter(|b| !b.is_empty());
-    let required =
-        std::env::var_os("CLASP_REQUIRE_KAFKA").is_some_and(|v| !v.is_empty() && v != "0");
-    match (given, required) {
-        (Some(b), _) => Some(b),
-        (None, true) => panic!(
-            "CLASP_REQUIRE_KAFKA is set but CLASP_KAFKA_BROKERS names no broker: start one with scripts/kafka-broker.sh (tansu, installed by scripts/setup.sh)"
-        ),
-        (None, false) => {
-            eprintln!(
-                "SKIPPED: no Kafka broker (start one with scripts/kafka-broker.sh and set CLASP_KAFKA_BROKERS; CLASP_REQUIRE_KAFKA=1 makes this a failure)"
-            );
-            None
-        }
-    }
 }
 
 /// A topic name unique to this test process and test.
@@ -464,9 +447,7 @@ impl OwnBroker {
         let text = String::from_utf8_lossy(&out.stdout);
         let Some(address) = text.trim().strip_prefix("export CLASP_KAFKA_BROKERS=") else {
             let why = String::from_utf8_lossy(&out.stderr);
-            let required =
-                std::env::var_os("CLASP_REQUIRE_KAFKA").is_some_and(|v| !v.is_empty() && v != "0");
-            assert!(!required, "CLASP_REQUIRE_KAFKA is set but no broker starts: {why}");
+            assert!(!broker_required(), "CLASP_REQUIRE_KAFKA is set but no broker starts: {why}");
             eprintln!("SKIPPED: no broker of the test's own: {why}");
             return None;
         };
