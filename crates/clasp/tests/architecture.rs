@@ -17,7 +17,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("clasp-admin", &["clasp-core", "clasp-runtime", "clasp-wire"]),
     ("clasp-kafka", &["clasp-core", "clasp-runtime"]),
     ("clasp-fuzz", &["clasp-core", "clasp-plan", "clasp-wire", "clasp-apps"]),
-    ("clasp-edge", &["clasp-core", "clasp-plan", "clasp-wire", "clasp-runtime", "clasp-apps"]),
+    (
+        "clasp-edge",
+        &["clasp-core", "clasp-plan", "clasp-wire", "clasp-runtime", "clasp-apps", "clasp-kafka"],
+    ),
     (
         "clasp-bench",
         &[
@@ -29,6 +32,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "clasp-apps",
             "clasp-edge",
             "clasp-admin",
+            "clasp-kafka",
         ],
     ),
     (
