@@ -67,6 +67,18 @@ impl Drop for Acceptor {
 }
 
 impl Cloud {
+    /// The hello each device of the plan must send, in device order.
+    pub(super) fn expected_hellos(&self) -> Result<Vec<Hello>, EdgeError> {
+        self.devices
+            .devices
+            .iter()
+            .map(|d| {
+                device::plan(&self.p, &self.devices, &self.model, self.opts.mode, &d.id)
+                    .map(|x| x.hello)
+            })
+            .collect()
+    }
+
     /// Admits every device of the devices file, refusing strangers and mismatched parts;
     /// welcomes each (holding none of its items yet).
     pub(super) fn admit(&self) -> Result<Admitted, EdgeError> {
@@ -78,15 +90,7 @@ impl Cloud {
             .ok_or_else(|| listen_error(std::io::Error::other("no listener: the uplink is Kafka")))?
             .try_clone()
             .map_err(listen_error)?;
-        let expected: Vec<Hello> = self
-            .devices
-            .devices
-            .iter()
-            .map(|d| {
-                device::plan(&self.p, &self.devices, &self.model, self.opts.mode, &d.id)
-                    .map(|x| x.hello)
-            })
-            .collect::<Result<_, _>>()?;
+        let expected = self.expected_hellos()?;
         let expected = Arc::new(expected);
         let accepting = Arc::new(AtomicBool::new(true));
         let acceptor = Acceptor { accepting: accepting.clone(), addr: self.addr };

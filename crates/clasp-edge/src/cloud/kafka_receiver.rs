@@ -12,7 +12,6 @@
 use super::connector::Frame;
 use super::report::LinkReport;
 use super::{Cloud, CloudReport};
-use crate::device;
 use crate::error::EdgeError;
 use crate::input::InputSpec;
 use crate::kafka_stream::{self, Kind, StreamEnd};
@@ -45,15 +44,7 @@ impl Cloud {
         registry: &Registry,
         mut sink: Option<Box<dyn SinkOutput>>,
     ) -> Result<CloudReport, EdgeError> {
-        let expected: Vec<Hello> = self
-            .devices
-            .devices
-            .iter()
-            .map(|d| {
-                device::plan(&self.p, &self.devices, &self.model, self.opts.mode, &d.id)
-                    .map(|x| x.hello)
-            })
-            .collect::<Result<_, _>>()?;
+        let expected = self.expected_hellos()?;
         let (senders, receivers) = self.queues();
         let ingress_of = |c: &String| {
             self.graph.ingress.iter().position(|x| &x.name == c).expect("the cloud's connector")
