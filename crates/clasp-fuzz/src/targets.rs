@@ -4,7 +4,7 @@ use clasp_core::local::{LocalDriver, LocalOptions};
 use clasp_core::{Batch, OperatorId, Pipeline, SinkId, WorkerId};
 use clasp_wire::auth::{self, AuthFrame, MAX_HANDSHAKE_FRAME, Party};
 use clasp_wire::runtime::{
-    self, CreditReturn, Hello, Limits, Message, MigrationData, Request, Role, StateGroup,
+    self, CreditReturn, Cut, Hello, Limits, Message, MigrationData, Request, Role, StateGroup,
 };
 use clasp_wire::{FrameReader, Secret, edge, encode};
 use std::io::{self, Read, Write};
@@ -81,7 +81,7 @@ fn runtime_corpus() -> Vec<Vec<u8>> {
         Message::Request(Request::new(OperatorId(1), 0, 7, 3, batch.clone())),
         Message::Requests(vec![Request::new(OperatorId(0), 0, 8, 2, batch.clone())]),
         Message::Credits(vec![CreditReturn { chain: 7, credit: 1 << 20, done_ns: 5 }]),
-        Message::Sink { sink: SinkId(0), batch: batch.clone() },
+        Message::Sink { sink: SinkId(0), cut: Cut(3), batch: batch.clone() },
         Message::MigrationData(Box::new(MigrationData {
             epoch: 3,
             from: WorkerId(1),

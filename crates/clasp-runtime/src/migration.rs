@@ -73,6 +73,7 @@ pub fn reroute(
                 op: req.op,
                 port: req.port,
                 chain: req.chain,
+                cut: req.cut,
                 credit,
                 epoch: routing.epoch,
                 batch,

@@ -11,8 +11,8 @@ use clasp_core::{Batch, OperatorId, SinkId, SourceId, WorkerId};
 use clasp_runtime::planner::{DiscardSink, Planner, PlannerConfig, PlannerError};
 use clasp_runtime::request::Request;
 use clasp_runtime::wire::{
-    self, FrameReader, Hello, Limits, MAX_WORKERS, Message, MigrationData, MigrationDone, PROTOCOL,
-    Role, StateGroup,
+    self, Cut, FrameReader, Hello, Limits, MAX_WORKERS, Message, MigrationData, MigrationDone,
+    PROTOCOL, Role, StateGroup,
 };
 use clasp_wire::testing::hostile::{self, Case, Step, frame};
 use clasp_wire::{Secret, Security};
@@ -181,7 +181,11 @@ fn hostile_peers_are_refused_and_logged_and_the_cluster_still_runs_exactly() {
                 s,
                 104,
                 Some(104),
-                vec![frame(&Message::Sink { sink: SinkId(sinks + 7), batch: Batch::new() })],
+                vec![frame(&Message::Sink {
+                    sink: SinkId(sinks + 7),
+                    cut: Cut(0),
+                    batch: Batch::new(),
+                })],
             ),
         ),
         bad("a report for another worker", joined(s, 105, Some(105), vec![report(1, 0, 2, 2)])),
@@ -298,7 +302,7 @@ fn a_sink_message_naming_an_unknown_sink_from_a_worker_with_work_ends_the_run_na
     let bad = sinks + 98;
     let mut batch = Batch::new();
     batch.push(b"k", b"v");
-    (&s).write_all(&frame(&Message::Sink { sink: SinkId(bad), batch })).unwrap();
+    (&s).write_all(&frame(&Message::Sink { sink: SinkId(bad), cut: Cut(0), batch })).unwrap();
     let err = planner.run(Vec::new(), None, |_| {}, |_, _| Ok(())).unwrap_err();
     match &err {
         PlannerError::WorkerLost { worker: WorkerId(0), reason, .. } => {

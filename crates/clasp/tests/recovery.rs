@@ -90,14 +90,16 @@ struct Schedule<'a> {
     seed: u64,
 }
 
-/// How a scenario scales: workers at the start and `--rescale-at`.
+/// How a scenario scales: workers at the start and `--rescale-at`; and its `--rate`
+/// (`None`: unthrottled).
 struct Shape<'a> {
     workers: u32,
     rescale_at: &'a str,
+    rate: Option<u32>,
 }
 
 /// Two workers, three from the 250th request, two again from the 650th.
-const OUT_AND_IN: Shape<'static> = Shape { workers: 2, rescale_at: "250:3,650:2" };
+const OUT_AND_IN: Shape<'static> = Shape { workers: 2, rescale_at: "250:3,650:2", rate: Some(250) };
 
 /// Runs `app` on worker processes, rescaled 2 → 3 → 2, checkpointing every 120 requests into
 /// `store` (a scratch directory when `None`), with `schedule`'s failures; checks the result
@@ -148,8 +150,6 @@ fn scaled_scenario(
         shape.workers.to_string(),
         "--batch".into(),
         "32".into(),
-        "--rate".into(),
-        "250".into(),
         "--interval-ms".into(),
         "100".into(),
         "--key-groups".into(),
@@ -169,6 +169,9 @@ fn scaled_scenario(
         "--stats".into(),
         stats.display().to_string(),
     ];
+    if let Some(rate) = shape.rate {
+        args.extend(["--rate".into(), rate.to_string()]);
+    }
     args.extend(input_args);
     let mut first = args.clone();
     for w in schedule.workers {
@@ -226,7 +229,7 @@ fn a_join_survives_five_worker_kills_with_exact_output() {
 }
 
 /// Three workers, two from the 250th request: the third leaves by a scale-in.
-const SCALE_IN: Shape<'static> = Shape { workers: 3, rescale_at: "250:2" };
+const SCALE_IN: Shape<'static> = Shape { workers: 3, rescale_at: "250:2", rate: Some(250) };
 
 /// WC scaled in 3 → 2 with worker `victim` (drawn by `seed`) killed once the scale-in's
 /// migration orders went out: one recovery, from exactly that loss, onto the three workers
@@ -264,6 +267,28 @@ fn a_worker_killed_while_a_recovery_restores_joins_that_recovery() {
     assert_eq!(recoveries.len(), 1, "one recovery, restarted: {recoveries:#?}");
     let lost = lost_workers(&stats);
     assert_eq!(lost.len(), 2, "both workers killed are recovered from: {lost:?}");
+}
+
+/// [`OUT_AND_IN`] at 3,000 requests/s (an unthrottled input would be in flight whole before
+/// the first boundary): chains after each checkpoint's boundary are dispatched while those
+/// before it complete, and wait at keyed state until their worker marked the snapshot.
+const FAST: Shape<'static> = Shape { workers: 2, rescale_at: "250:3,650:2", rate: Some(3_000) };
+
+#[test]
+fn checkpoints_taken_while_later_chains_run_recover_exactly() {
+    let schedule =
+        Schedule { workers: &["checkpoint:2", "requests:600"], planner: None, seed: SEED };
+    for app in ["wc", "nwm"] {
+        let stats = scaled_scenario("fast", app, 150_000, None, &schedule, &FAST);
+        assert_eq!(lost_workers(&stats).len(), 2, "{app}: both kills recovered from");
+        let checkpoints = stats["checkpoints"].as_array().unwrap();
+        let held = checkpoints.iter().filter(|c| c["held_ms"].as_f64().unwrap() > 0.0).count();
+        assert!(
+            held > 0,
+            "{app}: no request after a boundary reached keyed state before its mark, so no \
+             boundary overlapped later chains: {checkpoints:#?}"
+        );
+    }
 }
 
 #[test]

@@ -79,10 +79,13 @@ pub struct CheckpointRecord {
     pub id: u64,
     /// When its boundary was taken (s since the start).
     pub time_s: f64,
-    /// How long dispatch was paused (ms).
+    /// How long dispatch was paused to start the boundary's cut (ms).
     pub pause_ms: f64,
-    /// Of which draining in-flight chains (ms).
+    /// Boundary to the last chain before it completed (ms); dispatch runs meanwhile.
     pub drain_ms: f64,
+    /// The longest a chain after the boundary waited at keyed state for the mark (ms).
+    #[serde(default)]
+    pub held_ms: f64,
     /// The slowest worker's encoding and writing (ms).
     pub write_ms: f64,
     /// Boundary to committed manifest (ms).

@@ -231,6 +231,7 @@ impl JobHooks<'_> {
             time_s: b.at.duration_since(f.origin).as_secs_f64(),
             pause_ms: b.pause.as_secs_f64() * 1e3,
             drain_ms: b.drain.as_secs_f64() * 1e3,
+            held_ms: b.held.as_secs_f64() * 1e3,
             write_ms: f.written.iter().map(|w| w.write_us).max().unwrap_or(0) as f64 / 1e3,
             ..CheckpointRecord::default()
         };
@@ -481,6 +482,8 @@ pub(crate) fn restore_orders(
                 routing: routing.clone(),
                 store: location.to_owned(),
                 groups,
+                // The planner's cut, set as it sends the order.
+                cut: 0,
             };
             (w, order)
         })

@@ -36,6 +36,10 @@ pub struct Chains {
     bytes: u64,
     /// Watching for a first completion, and its time once it came.
     first_watch: Option<Option<u64>>,
+    /// Checkpoint boundaries so far: the cut of the chains opened now.
+    cut: u64,
+    /// The first chain of the current cut.
+    cut_from: u64,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -56,7 +60,26 @@ impl Chains {
             stray: 0,
             bytes: 0,
             first_watch: None,
+            cut: 0,
+            cut_from: 0,
         }
+    }
+
+    /// The cut of the chains opened now (checkpoint boundaries so far).
+    pub fn cut(&self) -> u64 {
+        self.cut
+    }
+
+    /// Starts the next cut at the next chain to open; returns it.
+    pub fn begin_cut(&mut self) -> u64 {
+        self.cut += 1;
+        self.cut_from = self.next;
+        self.cut
+    }
+
+    /// Whether a chain opened before the current cut is still open.
+    pub fn earlier_cut_open(&self) -> bool {
+        self.oldest_open().is_some_and(|id| id < self.cut_from)
     }
 
     /// Opens a chain of `bytes` bytes of input records that left the planner queue at
@@ -212,6 +235,20 @@ mod tests {
         assert_eq!(c.bytes_in_flight(), 40);
         assert_eq!(c.settle(&[full(new)], 10), 1);
         assert_eq!(c.bytes_in_flight(), 0);
+    }
+
+    #[test]
+    fn a_cut_waits_only_for_the_chains_opened_before_it() {
+        let mut c = Chains::new(0);
+        let before = c.open(0, 0);
+        assert_eq!(c.begin_cut(), 1);
+        let after = c.open(0, 0);
+        assert!(c.earlier_cut_open());
+        let full = |chain| CreditReturn { chain, credit: FULL_CREDIT, done_ns: 1 };
+        assert_eq!(c.settle(&[full(before)], 10), 1);
+        assert!(!c.earlier_cut_open(), "the chain of the new cut does not count");
+        assert!(c.is_open(after));
+        assert_eq!(c.cut(), 1);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! operators that use them, and every pending timer fires when the input ends.
 
 use super::chains::Chains;
-use crate::wire::Fire;
+use crate::wire::{Cut, Fire};
 use clasp_core::frontier::Frontiers;
 use clasp_core::time::{TimeDomain, TimerUse};
 use clasp_core::{OperatorId, Pipeline, SourceId};
@@ -34,6 +34,8 @@ pub(super) struct Firing {
     pub(super) op: OperatorId,
     pub(super) fire: Fire,
     pub(super) chain: u64,
+    /// Its chain's cut.
+    pub(super) cut: Cut,
 }
 
 /// See the [module documentation](self).
@@ -218,7 +220,7 @@ impl Clock {
             return None;
         };
         let chain = chains.open_uncounted(now_ns);
-        let firing = Firing { op, fire, chain };
+        let firing = Firing { op, fire, chain, cut: Cut::of(chains.cut()) };
         self.firing = Some(firing);
         Some(firing)
     }

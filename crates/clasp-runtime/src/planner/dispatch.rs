@@ -2,13 +2,14 @@
 //! chain and goes to the worker that owns its records, within the in-flight limit.
 //!
 //! It records each source's position after the last request it dispatched (a checkpoint's
-//! replay point), and parks when the planner pauses it (a checkpoint's boundary, a recovery).
+//! replay point) as it opens the request's chain, and parks when the planner pauses it (a
+//! recovery).
 
 use super::Shared;
 use super::ingress::{Queued, ReplayPoint};
 use crate::migration;
 use crate::request::{FULL_CREDIT, Request, split_credit};
-use crate::wire::{self, Message};
+use crate::wire::{self, Cut, Message};
 use crate::worker::executor::now_ns;
 use clasp_core::rng::independent_stream;
 use clasp_core::sync::{lock, wait_timeout};
@@ -54,6 +55,12 @@ impl DispatchGate {
     pub(super) fn resume(&self) {
         lock(&self.state).paused = false;
         self.changed.notify_all();
+    }
+
+    /// The sources' positions after the last request dispatched; exact under the chains'
+    /// lock, under which a request's chain opens and its position is recorded.
+    pub(super) fn positions(&self) -> Vec<Option<ReplayPoint>> {
+        lock(&self.state).positions.clone()
     }
 
     /// Sets the sources' positions (a recovery rewinds them).
@@ -133,7 +140,7 @@ pub(super) fn spawn_dispatcher(
                 let bytes = item.batch.byte_len() as u64;
                 shared.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
                 let discard = || shared.discarding.load(Ordering::Acquire);
-                let chain = {
+                let (chain, cut) = {
                     let mut c = lock(&shared.chains);
                     // Within the count and the bytes in flight; a chain alone may exceed the
                     // bytes (it is at most one request).
@@ -151,11 +158,14 @@ pub(super) fn spawn_dispatcher(
                         gate.discarded.fetch_add(1, Ordering::Release);
                         continue;
                     }
-                    c.open(item.origin_ns.unwrap_or_else(now_ns), bytes)
+                    let chain = c.open(item.origin_ns.unwrap_or_else(now_ns), bytes);
+                    // Under the chains' lock, as a checkpoint's boundary starts its cut: the
+                    // positions it reads are those after the last chain before the cut.
+                    let replay = ReplayPoint { position: item.position, watermark: item.advanced };
+                    gate.dispatched_from(item.source.index(), replay);
+                    gate.dispatched.fetch_add(1, Ordering::Release);
+                    (chain, Cut::of(c.cut()))
                 };
-                let replay = ReplayPoint { position: item.position, watermark: item.advanced };
-                gate.dispatched_from(item.source.index(), replay);
-                gate.dispatched.fetch_add(1, Ordering::Release);
                 let routing = shared.routing();
                 let outs = &entries[item.source.index()];
                 let mut records = Some(item.batch);
@@ -169,6 +179,7 @@ pub(super) fn spawn_dispatcher(
                                 p.inputs(op).iter().position(|s| *s == stream).unwrap_or(0) as u16;
                             let batch = take_or_clone(&mut records, i + 1 == outs.len());
                             let mut req = Request::new(op, port, chain, routing.epoch, batch);
+                            req.cut = cut;
                             req.credit = share;
                             req.time = wire::ChainTime::entered(item.watermark);
                             parts.extend(migration::reroute(req, &routing, not_a_worker, &mut rng));
@@ -176,9 +187,8 @@ pub(super) fn spawn_dispatcher(
                         Endpoint::Sink(s) => {
                             let batch = take_or_clone(&mut records, i + 1 == outs.len());
                             shared.sink_records.fetch_add(batch.len() as u64, Ordering::Relaxed);
-                            if let Err(e) =
-                                lock(&shared.sink).write(&p.sinks[s.index()].name, &batch)
-                            {
+                            let name = &p.sinks[s.index()].name;
+                            if let Err(e) = lock(&shared.sink).write_cut(name, batch, cut) {
                                 shared.output_failed(e);
                             }
                             leftover += share;

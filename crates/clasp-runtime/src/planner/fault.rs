@@ -1,6 +1,7 @@
 //! The planner's side of checkpoints and recoveries (see [`crate::fault`]): the boundary of a
-//! checkpoint (dispatch paused, in-flight chains drained, the output sealed, every worker's
-//! groups marked, dispatch resumed) and the steps of a recovery (everything in flight dropped,
+//! checkpoint (a new cut started while dispatch goes on, the chains of the earlier cuts
+//! drained while the new cut's run up to keyed state, the output sealed, every
+//! worker's groups marked) and the steps of a recovery (everything in flight dropped,
 //! workers rolled back, state restored, sources rewound).
 
 use super::clock::Clock;
@@ -34,13 +35,19 @@ pub struct CheckpointBoundary {
     pub workers: Vec<WorkerId>,
     /// The output sealed at the boundary.
     pub output: Option<OutputMark>,
-    /// How long dispatch was paused.
+    /// How long the chains were locked to start the new cut (dispatch waits that long).
     pub pause: Duration,
-    /// Of which waiting for in-flight chains to complete.
+    /// How long the chains of the earlier cuts took to complete.
     pub drain: Duration,
+    /// The longest a request of the new cut waited at keyed state for its worker's mark.
+    pub held: Duration,
     /// When the boundary was taken.
     pub at: Instant,
 }
+
+/// How long a checkpoint's boundary waits for the chains before it without any chain
+/// completing before it gives up (a chain that was lost would otherwise hold it forever).
+pub const DRAIN_STALL: Duration = Duration::from_secs(60);
 
 /// A wait of a checkpoint or recovery step that did not end well.
 #[derive(Debug, thiserror::Error)]
@@ -58,10 +65,13 @@ pub enum RecoveryWaitError {
 }
 
 impl Planner {
-    /// Takes a checkpoint's boundary: pauses dispatch, waits until every chain in flight
-    /// completed (so every worker's state holds exactly the inputs dispatched before), seals
-    /// the output, has every worker mark its key groups, and resumes. The workers then write
-    /// their groups; their answers come as [`Planner::take_written`].
+    /// Takes a checkpoint's boundary: starts a new cut (dispatch goes on: the sources'
+    /// positions are those after the last chain before it), waits until every chain
+    /// of the earlier cuts completed while those of the new cut run up to keyed state and
+    /// wait there, seals the output, and has every worker mark its key groups (so every
+    /// worker's state holds exactly the inputs dispatched before) and let the waiting
+    /// requests run. The workers then write their groups; their answers come as
+    /// [`Planner::take_written`].
     pub fn checkpoint_boundary(
         &mut self,
         id: u64,
@@ -69,45 +79,41 @@ impl Planner {
         blob: impl Fn(WorkerId) -> String,
     ) -> Result<CheckpointBoundary, PlannerError> {
         let at = Instant::now();
-        // No timers fire across the boundary: a firing is a chain, and the state marked must
-        // hold exactly the chains before it.
-        lock(&self.shared.clock).pause();
-        let result = self.boundary_paused(id, store, &blob, at);
-        lock(&self.shared.clock).resume();
-        self.shared.dispatch.resume();
-        self.shared.poll_clock();
-        result
-    }
-
-    fn boundary_paused(
-        &mut self,
-        id: u64,
-        store: &str,
-        blob: &dyn Fn(WorkerId) -> String,
-        at: Instant,
-    ) -> Result<CheckpointBoundary, PlannerError> {
-        let positions = self.shared.dispatch.pause(|| self.queue.is_none());
-        let requests = self.shared.dispatch.dispatched.load(Ordering::Acquire);
-        self.await_drained()?;
+        let (cut, positions, requests) = {
+            // Under the chains' lock: a chain opened from here on (an input or a firing) is of
+            // the new cut, and its sink records wait for the seal; the sources' positions and
+            // the requests dispatched are those of the chains before (recorded as each opens).
+            let mut chains = lock(&self.shared.chains);
+            let cut = chains.begin_cut();
+            lock(&self.shared.sink).begin_cut(cut);
+            let dispatch = &self.shared.dispatch;
+            (cut, dispatch.positions(), dispatch.dispatched.load(Ordering::Acquire))
+        };
+        let pause = at.elapsed();
+        let result = self.await_earlier_cuts();
         let drain = at.elapsed();
+        // On an error the records that waited stay out of every epoch: a recovery drops
+        // them with the rest.
+        result?;
         let output = lock(&self.shared.sink)
-            .seal(id)
+            .seal_cut(id)
             .map_err(|error| PlannerError::Output { what: "the output's epoch".into(), error })?;
         let routing = self.shared.routing().plan().clone();
         let workers = self.workers();
         for &w in &workers {
             let order = CheckpointOrder {
                 id,
+                cut,
                 epoch: routing.epoch,
                 store: store.to_owned(),
                 blob: blob(w),
             };
             self.shared.send(w, Message::Checkpoint(order));
         }
-        let mut marked = Vec::new();
+        let mut held = Duration::ZERO;
         self.await_fault(&workers, "checkpoint marks", Duration::from_secs(30), |e| match e {
-            FaultEvent::Marked(w, n) if *n == id => {
-                marked.push(*w);
+            FaultEvent::Marked(w, m) if m.id == id => {
+                held = held.max(Duration::from_micros(m.held_us));
                 Some(*w)
             }
             _ => None,
@@ -120,17 +126,29 @@ impl Planner {
             requests,
             workers,
             output,
-            pause: at.elapsed(),
+            pause,
             drain,
+            held,
             at,
         })
     }
 
-    /// Waits until no chain is in flight, handling events meanwhile.
-    fn await_drained(&mut self) -> Result<(), PlannerError> {
+    /// Waits until no chain of an earlier cut is in flight, handling events meanwhile; a wait
+    /// in which none completes for [`DRAIN_STALL`] ends with [`PlannerError::Stalled`].
+    fn await_earlier_cuts(&mut self) -> Result<(), PlannerError> {
+        let mut progress = (lock(&self.shared.chains).completed, Instant::now());
         loop {
-            if lock(&self.shared.chains).in_flight() == 0 {
+            let (open, completed, in_flight) = {
+                let c = lock(&self.shared.chains);
+                (c.earlier_cut_open(), c.completed, c.in_flight())
+            };
+            if !open {
                 return Ok(());
+            }
+            if completed != progress.0 {
+                progress = (completed, Instant::now());
+            } else if progress.1.elapsed() >= DRAIN_STALL {
+                return Err(PlannerError::Stalled { in_flight, secs: DRAIN_STALL.as_secs() });
             }
             match self.events.recv_timeout(Duration::from_micros(200)) {
                 Ok(e) => self.handle_event(e)?,
@@ -256,7 +274,7 @@ impl Planner {
             }
         }
         lock(&self.shared.sink)
-            .discard()
+            .discard_all()
             .map_err(|error| PlannerError::Output { what: "the output's epoch".into(), error })?;
         for &w in &live {
             self.shared.send(w, Message::Rollback(generation));
@@ -276,8 +294,9 @@ impl Planner {
     ) -> Result<Vec<Restored>, PlannerError> {
         let generation = orders.first().map_or(0, |(_, o)| o.generation);
         let workers: Vec<WorkerId> = orders.iter().map(|(w, _)| *w).collect();
+        let cut = lock(&self.shared.chains).cut();
         for (w, order) in orders {
-            self.shared.send(w, Message::Restore(Box::new(order)));
+            self.shared.send(w, Message::Restore(Box::new(RestoreOrder { cut, ..order })));
         }
         let mut done = Vec::new();
         self.await_fault(&workers, "restores", Duration::from_secs(60), |e| match e {

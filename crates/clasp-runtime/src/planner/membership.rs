@@ -6,8 +6,8 @@ use crate::metrics::WorkerReport;
 use crate::migration::MigrationDone;
 use crate::net::{self, Link};
 use crate::wire::{
-    self, CheckpointWritten, Limits, MAX_WORKERS, Message, PLANNER_IDENTITY, Restored, Role,
-    Welcome,
+    self, CheckpointMarked, CheckpointWritten, Limits, MAX_WORKERS, Message, PLANNER_IDENTITY,
+    Restored, Role, Welcome,
 };
 use clasp_core::sync::{lock, read};
 use clasp_core::{Batch, OperatorId, WorkerId};
@@ -43,7 +43,7 @@ pub enum Event {
 #[derive(Debug)]
 pub enum FaultEvent {
     /// Marked its groups for a checkpoint.
-    Marked(WorkerId, u64),
+    Marked(WorkerId, CheckpointMarked),
     /// Wrote its groups of a checkpoint.
     Written(Box<CheckpointWritten>),
     /// Rolled back (recovery number).
@@ -257,6 +257,7 @@ fn register(shared: &Arc<Shared>, accepted: net::Accepted) {
             settings: shared.config.settings.clone(),
             peers: peers.clone(),
             routing: Some(shared.routing().plan().clone()),
+            cut: lock(&shared.chains).cut(),
         };
         link.send(Message::Welcome(Box::new(welcome)));
         (id, peers, generation)
@@ -313,7 +314,7 @@ fn spawn_worker_receiver(
             for m in batch.drain(..) {
                 match m {
                     Message::Credits(c) => shared.settle(&c),
-                    Message::Sink { sink, batch } => {
+                    Message::Sink { sink, cut, batch } => {
                         // Checked under the sink's lock: a recovery mutes, then drops the
                         // output's epoch under it.
                         let mut out = lock(&shared.sink);
@@ -322,7 +323,7 @@ fn spawn_worker_receiver(
                         }
                         shared.sink_records.fetch_add(batch.len() as u64, Ordering::Relaxed);
                         let name = &shared.pipeline.sinks[sink.index()].name;
-                        if let Err(e) = out.write(name, &batch) {
+                        if let Err(e) = out.write_cut(name, batch, cut) {
                             drop(out);
                             shared.output_failed(e);
                         }
@@ -344,8 +345,8 @@ fn spawn_worker_receiver(
                     }
                     Message::Shutdown => return false,
                     Message::Heartbeat => {}
-                    Message::CheckpointMarked(n) => {
-                        let _ = shared.events.send(Event::Fault(FaultEvent::Marked(id, n)));
+                    Message::CheckpointMarked(m) => {
+                        let _ = shared.events.send(Event::Fault(FaultEvent::Marked(id, m)));
                     }
                     Message::CheckpointWritten(w) => {
                         let _ = shared.events.send(Event::Fault(FaultEvent::Written(w)));

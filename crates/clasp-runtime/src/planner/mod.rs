@@ -34,6 +34,7 @@ pub use error::PlannerError;
 pub use fault::{CheckpointBoundary, RecoveryWaitError};
 pub use ingress::{Input, InputCounters, ReplayPoint};
 pub use membership::{Event, FaultEvent};
+use sinks::CutOutput;
 pub use sinks::{DiscardSink, JsonLinesSink, SinkOutput};
 pub use totals::{Totals, WorkerInfo};
 
@@ -64,7 +65,7 @@ struct Shared {
     chains_done: Condvar,
     clock: Mutex<Clock>,
     events: Sender<Event>,
-    sink: Mutex<Box<dyn SinkOutput>>,
+    sink: Mutex<CutOutput>,
     sink_records: AtomicU64,
     sink_error: Mutex<Option<std::io::Error>>,
     stopping: AtomicBool,
@@ -151,6 +152,7 @@ impl Shared {
         let shares = crate::request::split_credit(crate::request::FULL_CREDIT, hosts.len());
         for (w, credit) in hosts.into_iter().zip(shares) {
             let mut req = Request::new(f.op, 0, f.chain, routing.epoch, clasp_core::Batch::new());
+            req.cut = f.cut;
             req.credit = credit;
             req.time = wire::ChainTime::Fire(f.fire);
             self.send(w, Message::Request(req));
@@ -233,7 +235,7 @@ impl Planner {
             chains_done: Condvar::new(),
             clock: Mutex::new(clock),
             events: events_tx,
-            sink: Mutex::new(sink),
+            sink: Mutex::new(CutOutput::new(sink)),
             sink_records: AtomicU64::new(0),
             sink_error: Mutex::new(None),
             stopping: AtomicBool::new(false),

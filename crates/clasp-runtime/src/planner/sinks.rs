@@ -1,8 +1,10 @@
 //! Where the records reaching the pipeline's sinks go.
 
 use crate::fault::output::OutputMark;
+use crate::wire::Cut;
 use clasp_core::Batch;
 use std::io::Write;
+use std::ops::{Deref, DerefMut};
 
 /// Where sink records go.
 pub trait SinkOutput: Send {
@@ -36,6 +38,67 @@ pub trait SinkOutput: Send {
     /// A recovery: drops every record not published (they will be produced again).
     fn discard(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// The sink, and the records that arrived during a checkpoint's boundary from chains of its
+/// new cut: they belong to the epoch after the one the boundary seals, so they wait until
+/// it is sealed.
+pub(super) struct CutOutput {
+    out: Box<dyn SinkOutput>,
+    /// The cut being drained, and the records of it (or later) that arrived meanwhile.
+    ahead: Option<(u64, Vec<(String, Batch)>)>,
+}
+
+impl CutOutput {
+    pub(super) fn new(out: Box<dyn SinkOutput>) -> Self {
+        Self { out, ahead: None }
+    }
+
+    /// Records `batch` of chains of `cut` reaching sink `name`.
+    pub(super) fn write_cut(&mut self, name: &str, batch: Batch, cut: Cut) -> std::io::Result<()> {
+        match &mut self.ahead {
+            Some((draining, records)) if cut.is_after(*draining - 1) => {
+                records.push((name.to_owned(), batch));
+                Ok(())
+            }
+            _ => self.out.write(name, &batch),
+        }
+    }
+
+    /// Records of chains of `cut` (and later) wait from now on until [`CutOutput::seal_cut`].
+    pub(super) fn begin_cut(&mut self, cut: u64) {
+        self.ahead = Some((cut, Vec::new()));
+    }
+
+    /// Every chain before the cut completed: seals their records as checkpoint
+    /// `checkpoint`'s, then writes those that waited (into the next epoch).
+    pub(super) fn seal_cut(&mut self, checkpoint: u64) -> std::io::Result<Option<OutputMark>> {
+        let mark = self.out.seal(checkpoint)?;
+        for (name, batch) in self.ahead.take().map(|(_, r)| r).unwrap_or_default() {
+            self.out.write(&name, &batch)?;
+        }
+        Ok(mark)
+    }
+
+    /// A recovery: drops every record not published, those waiting included.
+    pub(super) fn discard_all(&mut self) -> std::io::Result<()> {
+        self.ahead = None;
+        self.out.discard()
+    }
+}
+
+impl Deref for CutOutput {
+    type Target = dyn SinkOutput;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.out
+    }
+}
+
+impl DerefMut for CutOutput {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut *self.out
     }
 }
 

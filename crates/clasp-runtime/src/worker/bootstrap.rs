@@ -213,6 +213,8 @@ fn build_shared(
         generation: AtomicU64::new(0),
         send_gate: RwLock::new(()),
         floor: AtomicU64::new(0),
+        marked_cut: AtomicU64::new(w.cut),
+        cut_held: Mutex::default(),
         store: Mutex::new(None),
         settings: w.settings,
         security: opts.security.clone(),

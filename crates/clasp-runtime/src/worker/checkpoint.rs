@@ -12,8 +12,10 @@
 
 use super::WorkerShared;
 use crate::fault::store::{self, CheckpointStore};
+use crate::request::Request;
 use crate::wire::{
-    BlobIndex, CheckpointOrder, CheckpointWritten, GroupIndex, Message, RestoreOrder, Restored,
+    BlobIndex, CheckpointMarked, CheckpointOrder, CheckpointWritten, GroupIndex, Message,
+    RestoreOrder, Restored,
 };
 use clasp_core::snapshot::StoreSnapshot;
 use clasp_core::sync::{lock, write};
@@ -21,7 +23,44 @@ use clasp_core::{KeyGroup, OperatorId};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// Requests of a checkpoint boundary's new cut that reached keyed state before this worker
+/// marked the boundary's snapshot.
+#[derive(Debug, Default)]
+pub(super) struct CutHold {
+    requests: Vec<Request>,
+    /// When the first of them arrived.
+    since: Option<Instant>,
+}
+
+impl WorkerShared {
+    /// Holds `req` (of a cut after the last mark, for keyed state) until the next mark; gives
+    /// it back if that mark came meanwhile.
+    pub(super) fn hold_for_mark(&self, req: Request) -> Option<Request> {
+        let mut held = lock(&self.cut_held);
+        if !req.cut.is_after(self.marked_cut.load(Ordering::Acquire)) {
+            return Some(req);
+        }
+        held.since.get_or_insert_with(Instant::now);
+        held.requests.push(req);
+        None
+    }
+
+    /// Boundary `cut` is marked: its requests run from now on. Returns those that waited
+    /// (in arrival order) and how long the first waited.
+    fn marked(&self, cut: u64) -> (Vec<Request>, Duration) {
+        let mut held = lock(&self.cut_held);
+        self.marked_cut.store(cut, Ordering::Release);
+        let waited = held.since.take().map_or(Duration::ZERO, |t| t.elapsed());
+        (std::mem::take(&mut held.requests), waited)
+    }
+
+    /// A rollback: what waited is dropped like the rest of the queue.
+    fn drop_held(&self) {
+        *lock(&self.cut_held) = CutHold::default();
+    }
+}
 
 /// The store at `location`, opened once per worker.
 fn open_store(
@@ -65,7 +104,12 @@ pub(super) fn checkpoint(shared: &Arc<WorkerShared>, order: CheckpointOrder) {
             (o.id, shared.stores[o.id.index()].mark_snapshot(owned))
         })
         .collect();
-    shared.planner.send(Message::CheckpointMarked(order.id));
+    let (released, waited) = shared.marked(order.cut);
+    if !released.is_empty() {
+        shared.sched.push_many(released);
+    }
+    let held_us = waited.as_micros() as u64;
+    shared.planner.send(Message::CheckpointMarked(CheckpointMarked { id: order.id, held_us }));
     let shared = shared.clone();
     std::thread::Builder::new()
         .name(format!("w{}-checkpoint", shared.me))
@@ -140,6 +184,7 @@ pub(super) fn roll_back(shared: &WorkerShared, generation: u64) {
     drop(shared.sched.take_all());
     shared.sched.reset_gate();
     lock(&shared.held).clear();
+    shared.drop_held();
     for s in &shared.stores {
         s.clear();
     }
@@ -155,6 +200,8 @@ pub(super) fn restore(shared: &WorkerShared, order: RestoreOrder) {
     }
     let (routing, held) = shared.install(order.routing);
     drop(held);
+    // Every worker restarts at the planner's cut: the chains replayed and those after them.
+    shared.marked(order.cut);
     shared.floor.store(routing.epoch, Ordering::Release);
     shared.sched.resume(shared.limits(&routing));
     shared.planner.send(Message::Restored(done));

@@ -13,7 +13,7 @@ use crate::metrics::{ExecCounters, bump};
 use crate::request::{Request, split_credit};
 use crate::routing::Routing;
 use crate::service;
-use crate::wire::{CreditReturn, Message};
+use crate::wire::{CreditReturn, Cut, Message};
 use crate::worker::scheduler::Next;
 use clasp_core::frontier::Frontiers;
 use clasp_core::operator::Rejections;
@@ -93,9 +93,13 @@ pub struct Outbox {
     /// Remote workers the last execution sent to (for the emulated fan-out cost).
     remote_targets: Vec<WorkerId>,
     flush_deadline: std::time::Duration,
+    /// The cut of the request running.
+    cut: Cut,
     // Buffered for the planner, across requests.
     sinks: Vec<Batch>,
     sink_records: usize,
+    /// The cut of the buffered sink records' chains (a batch holds those of one cut).
+    sinks_cut: Cut,
     credits: Vec<CreditReturn>,
     /// When the executor first saw its oldest buffered credit (see [`CREDIT_DEADLINE`]).
     oldest_credit: Option<Instant>,
@@ -146,8 +150,10 @@ impl Outbox {
             oldest_remote: None,
             remote_targets: Vec::new(),
             flush_deadline,
+            cut: Cut::default(),
             sinks,
             sink_records: 0,
+            sinks_cut: Cut::default(),
             credits: Vec::new(),
             oldest_credit: None,
             generation: 0,
@@ -175,11 +181,18 @@ impl Outbox {
         }
     }
 
-    fn begin(&mut self, op: OperatorId, chain: u64, watermark: Option<u64>) {
+    fn begin(&mut self, op: OperatorId, chain: u64, cut: Cut, watermark: Option<u64>) {
         // A rollback after this read is caught when sending, under the gate.
         self.discard_if_rolled_back(self.shared.generation.load(Ordering::Acquire));
+        if cut != self.sinks_cut {
+            if self.sink_records > 0 {
+                self.flush_planner();
+            }
+            self.sinks_cut = cut;
+        }
         self.op = op;
         self.chain = chain;
+        self.cut = cut;
         self.watermark = watermark;
         self.emitted = 0;
         let n = self.shared.targets[op.index()].len();
@@ -240,6 +253,7 @@ impl Outbox {
         let batch = std::mem::replace(&mut self.ports[port].by_worker[w.index()], spare);
         self.ports[port].drawn = None;
         let mut req = Request::new(op, in_port, self.chain, self.routing.epoch, batch);
+        req.cut = self.cut;
         req.time = crate::wire::ChainTime::entered(self.watermark);
         self.children.push((w, stream, req));
     }
@@ -394,7 +408,8 @@ impl Outbox {
             for (i, b) in self.sinks.iter_mut().enumerate() {
                 if !b.is_empty() {
                     let batch = std::mem::take(b);
-                    self.shared.planner.send(Message::Sink { sink: SinkId::from(i), batch });
+                    let (sink, cut) = (SinkId::from(i), self.sinks_cut);
+                    self.shared.planner.send(Message::Sink { sink, cut, batch });
                 }
             }
             self.sink_records = 0;
@@ -494,8 +509,22 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
             finished = Some(req.op);
             continue;
         }
-        out.refresh_routing();
         let op = req.op;
+        let req = if req.cut.is_after(shared.marked_cut.load(Ordering::Acquire))
+            && shared.pipeline.operator(op).stateful
+        {
+            // Of a checkpoint boundary's new cut, before this worker marked its snapshot.
+            match shared.hold_for_mark(req) {
+                Some(req) => req,
+                None => {
+                    finished = Some(op);
+                    continue;
+                }
+            }
+        } else {
+            req
+        };
+        out.refresh_routing();
         let since_timed = &mut untimed[op.index()];
         *since_timed += 1;
         let timed = req.batch.len() >= TIME_ALWAYS_RECORDS || *since_timed >= TIME_EVERY;
@@ -505,7 +534,7 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
         }
         out.flush_remote_before(&counters.ops[op.index()]);
         let started = clock;
-        out.begin(op, req.chain, req.time.watermark());
+        out.begin(op, req.chain, req.cut, req.time.watermark());
         let operator = &shared.ops[op.index()];
         let store = shared.stores[op.index()].as_ref();
         let exec = match req.time.fire() {

@@ -94,6 +94,10 @@ pub struct WorkerShared {
     pub send_gate: RwLock<()>,
     /// Requests of epochs below this are dropped (they are from before a rollback).
     pub floor: AtomicU64,
+    /// The checkpoint boundaries this worker marked: requests of a later cut wait in
+    /// `cut_held` before they touch keyed state. Raised only under `cut_held`'s lock.
+    pub marked_cut: AtomicU64,
+    cut_held: Mutex<checkpoint::CutHold>,
     /// The checkpoint store, once opened (its location and itself).
     store: Mutex<Option<(String, Arc<dyn crate::fault::store::CheckpointStore>)>>,
 }

@@ -1,9 +1,11 @@
 //! The messages of checkpoints and recovery.
 //!
-//! A checkpoint: once the pipeline is drained, the planner sends every worker a
-//! [`CheckpointOrder`]; each marks the key groups it owns (copy on write) and answers
-//! `CheckpointMarked` at once, so the planner can resume; it then writes its groups to the
-//! store as one blob and answers [`CheckpointWritten`] with the blob's index. A recovery: the
+//! A checkpoint: the planner starts a new cut (chains dispatched from then on carry it, and
+//! wait at keyed state until their worker marked it); once every chain of the earlier cuts
+//! completed, it sends every worker a [`CheckpointOrder`]; each marks the key groups it owns
+//! (copy on write), lets the waiting requests run and answers [`CheckpointMarked`] at once; it
+//! then writes its groups to the store as one blob and answers [`CheckpointWritten`] with the
+//! blob's index. A recovery: the
 //! planner sends `Rollback`, each worker drops its queue and state and answers `RolledBack`
 //! (after which nothing it had in flight is sent); then a [`RestoreOrder`] names the groups
 //! each worker owns under the new routing and where in the store their state is.
@@ -17,12 +19,23 @@ use serde::{Deserialize, Serialize};
 pub struct CheckpointOrder {
     /// The checkpoint.
     pub id: u64,
+    /// The cut its boundary started: requests of it may touch state once marked.
+    pub cut: u64,
     /// The routing epoch at its boundary.
     pub epoch: u64,
     /// Where to write (a store location).
     pub store: String,
     /// The blob name to write.
     pub blob: String,
+}
+
+/// Worker → planner: the groups of checkpoint `id` are marked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointMarked {
+    /// The checkpoint.
+    pub id: u64,
+    /// How long the first request of the new cut waited for the mark (µs; 0: none waited).
+    pub held_us: u64,
 }
 
 /// Where one key group's state is inside a blob.
@@ -102,6 +115,8 @@ pub struct RestoreOrder {
     pub store: String,
     /// The groups this worker owns under `routing`, with their state's place.
     pub groups: Vec<RestoreGroup>,
+    /// Checkpoint boundaries so far: requests of this cut run at once.
+    pub cut: u64,
 }
 
 /// Worker → planner: restored.

@@ -13,11 +13,12 @@ mod request;
 mod routing;
 
 pub use checkpoint::{
-    BlobIndex, CheckpointOrder, CheckpointWritten, GroupIndex, RestoreGroup, RestoreOrder, Restored,
+    BlobIndex, CheckpointMarked, CheckpointOrder, CheckpointWritten, GroupIndex, RestoreGroup,
+    RestoreOrder, Restored,
 };
 pub use limits::Limits;
 pub use migration::{MigrationData, MigrationDone, MigrationOrder, StateGroup};
-pub use request::{ChainTime, Fire, Request};
+pub use request::{ChainTime, Cut, Fire, Request};
 pub use routing::RoutingPlan;
 
 use crate::frame::Protocol;
@@ -179,6 +180,8 @@ pub struct Welcome {
     pub peers: Vec<(WorkerId, String)>,
     /// The current routing, if the pipeline is already placed.
     pub routing: Option<RoutingPlan>,
+    /// Checkpoint boundaries so far: chains of later cuts wait for the next mark.
+    pub cut: u64,
 }
 
 /// The pipeline travels as JSON text inside the frame: operators' `params` are free-form JSON
@@ -237,6 +240,9 @@ pub enum Message {
     Sink {
         /// The sink.
         sink: SinkId,
+        /// The checkpoint boundary their chains were dispatched after (which epoch of the
+        /// output they belong to).
+        cut: Cut,
         /// The records.
         batch: Batch,
     },
@@ -269,8 +275,8 @@ pub enum Message {
     Heartbeat,
     /// Planner → workers: mark and write your key groups for a checkpoint.
     Checkpoint(CheckpointOrder),
-    /// Worker → planner: the groups of this checkpoint are marked; it may resume.
-    CheckpointMarked(u64),
+    /// Worker → planner: the groups of this checkpoint are marked.
+    CheckpointMarked(CheckpointMarked),
     /// Worker → planner: the groups of a checkpoint are written.
     CheckpointWritten(Box<CheckpointWritten>),
     /// Planner → workers: drop queue, in-flight work and state (recovery number).

@@ -70,6 +70,27 @@ impl<'de> Deserialize<'de> for ChainTime {
     }
 }
 
+/// The checkpoint boundary a request's chain was dispatched after: the low 16 bits of the
+/// planner's count of boundaries. A chain dispatched after a boundary must not touch keyed
+/// state before its worker has marked that boundary's snapshot. At most one boundary is ever
+/// pending, so a worker compares a cut with the boundaries it marked by wrapping difference,
+/// exactly; 16 bits keep a request small enough to move inline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cut(pub u16);
+
+impl Cut {
+    /// The cut after `boundaries` boundaries.
+    pub fn of(boundaries: u64) -> Self {
+        Self(boundaries as u16)
+    }
+
+    /// Whether this cut lies after the `marked`-th boundary (the request must wait for its
+    /// mark before it touches state).
+    pub fn is_after(self, marked: u64) -> bool {
+        (self.0.wrapping_sub(marked as u16) as i16) > 0
+    }
+}
+
 /// One invocation of an operator.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Request {
@@ -79,6 +100,8 @@ pub struct Request {
     pub port: u16,
     /// The input chain this request belongs to.
     pub chain: u64,
+    /// The checkpoint boundary its chain was dispatched after.
+    pub cut: Cut,
     /// Its share of the chain's credit.
     pub credit: u64,
     /// Placement epoch of the node that routed it.
@@ -95,7 +118,17 @@ pub struct Request {
 impl Request {
     /// A request with no credit yet (assigned when its parent finishes).
     pub fn new(op: OperatorId, port: u16, chain: u64, epoch: u64, batch: Batch) -> Self {
-        Self { op, port, chain, credit: 0, epoch, batch, time: ChainTime::Untimed, enqueued: None }
+        Self {
+            op,
+            port,
+            chain,
+            cut: Cut::default(),
+            credit: 0,
+            epoch,
+            batch,
+            time: ChainTime::Untimed,
+            enqueued: None,
+        }
     }
 }
 
@@ -111,5 +144,14 @@ mod tests {
         assert_eq!(size_of::<ChainTime>(), 16);
         let routed = size_of::<(u32, u32, Request)>();
         assert!(routed <= 128, "a routed request takes {routed} bytes");
+    }
+
+    #[test]
+    fn a_cut_compares_across_the_wrap() {
+        assert!(!Cut::of(5).is_after(5));
+        assert!(Cut::of(6).is_after(5));
+        assert!(!Cut::of(4).is_after(5));
+        assert!(Cut::of(0x1_0000).is_after(0xffff), "the count wrapped past 16 bits");
+        assert!(!Cut::of(0xffff).is_after(0x1_0000));
     }
 }

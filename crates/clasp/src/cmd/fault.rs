@@ -176,8 +176,16 @@ pub fn output_sink(path: Option<&Path>, fault: &FaultTolerance) -> Result<Box<dy
 pub fn note_line(n: &FaultNote) -> String {
     match n {
         FaultNote::Checkpoint(c) if c.committed => format!(
-            "[{:>6.1}s] checkpoint {} committed: pause {:.2} ms (drain {:.2} ms), write {:.1} ms, {:.1} ms in all, {} keys, {} bytes",
-            c.time_s, c.id, c.pause_ms, c.drain_ms, c.write_ms, c.duration_ms, c.keys, c.bytes
+            "[{:>6.1}s] checkpoint {} committed: pause {:.2} ms, drain {:.1} ms (held up to {:.1} ms), write {:.1} ms, {:.1} ms in all, {} keys, {} bytes",
+            c.time_s,
+            c.id,
+            c.pause_ms,
+            c.drain_ms,
+            c.held_ms,
+            c.write_ms,
+            c.duration_ms,
+            c.keys,
+            c.bytes
         ),
         FaultNote::Checkpoint(c) => {
             format!("[{:>6.1}s] checkpoint {} failed (a worker could not write)", c.time_s, c.id)

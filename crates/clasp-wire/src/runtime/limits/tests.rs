@@ -1,7 +1,7 @@
 //! Decoding hostile runtime messages: every id and epoch outside the receiver's bounds is a
 //! typed error naming the field.
 
-use super::super::{CreditReturn, PROTOCOL, Role, StateGroup, WorkerSettings};
+use super::super::{CreditReturn, Cut, PROTOCOL, Role, StateGroup, WorkerSettings};
 use super::*;
 use crate::error::WireError;
 use crate::frame::{FrameReader, encode};
@@ -102,7 +102,7 @@ fn messages_within_the_bounds_decode() {
     let ok = [
         Message::Request(request(0, 1, 5 + EPOCH_LOOKAHEAD)),
         Message::Requests(vec![request(1, 0, 0), request(0, 0, 5)]),
-        Message::Sink { sink: SinkId(0), batch: batch() },
+        Message::Sink { sink: SinkId(0), cut: Cut(0), batch: batch() },
         Message::Credits(vec![CreditReturn { chain: u64::MAX, credit: 1, done_ns: 2 }]),
         Message::PeerJoined { worker: WorkerId(MAX_WORKERS - 1), addr: "a".into() },
         Message::Install(Box::new(plan(3))),
@@ -151,7 +151,7 @@ fn unknown_operators_ports_and_sinks_are_refused_naming_the_field() {
         refusal(&Message::Requests(vec![request(1, 0, 0), request(1, 1, 0)]), &l),
         BoundsError::Id { field: "Request.port", value: 1, count: 1 }
     );
-    let sink = Message::Sink { sink: SinkId(1), batch: Batch::new() };
+    let sink = Message::Sink { sink: SinkId(1), cut: Cut(0), batch: Batch::new() };
     let err = decode(&sink, &l).unwrap_err();
     assert_eq!(err.to_string(), "peer: Sink.sink is 1, outside 0..1; message dropped");
     let lines = Message::StateLines { operator: OperatorId(u32::MAX), lines: Vec::new() };
@@ -430,6 +430,7 @@ fn a_welcome_carries_operator_params_and_is_checked_against_its_own_pipeline() {
             settings: WorkerSettings { key_groups, ..settings.clone() },
             peers: vec![(WorkerId(0), "a".into())],
             routing,
+            cut: 0,
         }))
     };
     match decode(&welcome(Some(plan(2)), GROUPS), &Limits::handshake()).unwrap() {
