@@ -357,13 +357,15 @@ impl Triggers {
     }
 
     /// Whether a change from `from` to `to` workers may go ahead at time `t`: it is held back
-    /// when it undoes the last change within the cooldown.
+    /// within the cooldown after the last change when it undoes that change, or when it only
+    /// re-places the same workers (the window then still shows the migration's transient and
+    /// the backlog being drained, not the new configuration's steady state).
     pub fn admits(&self, t: f64, from: u32, to: u32) -> bool {
         match self.last_change {
-            Some((at, before, after)) => {
-                !(after == from && before == to && t - at < self.config.cooldown_s)
+            Some((at, before, after)) if t - at < self.config.cooldown_s => {
+                !(after == from && (before == to || from == to))
             }
-            None => true,
+            _ => true,
         }
     }
 
@@ -491,7 +493,9 @@ mod tests {
         c.planned(10.0, &at(1_000.0), 1, 3);
         assert!(!c.admits(15.0, 3, 1), "back to 1 within 10 s");
         assert!(c.admits(15.0, 3, 4), "onwards is fine");
+        assert!(!c.admits(15.0, 3, 3), "a re-placement of the same workers within 10 s");
         assert!(c.admits(21.0, 3, 1), "after the cooldown");
+        assert!(c.admits(21.0, 3, 3));
     }
 
     #[test]

@@ -38,11 +38,15 @@ pub struct Settings {
     pub intervals: Count<2, 100>,
     /// The paced run's rate, a fraction of the unthrottled throughput without checkpoints.
     pub load: Fraction,
+    /// Unthrottled pairs (without, then with checkpoints) per state size; the throughputs are
+    /// their medians, since one pair differs by more than the checkpoints' cost on a shared
+    /// machine.
+    pub repeats: Count<1, 20>,
 }
 
 impl Settings {
-    /// 40,000 and 1,000,000 keys, checkpoints every 10 s, runs of 3 intervals (quick: 20,000
-    /// keys only, every 1 s, runs of 4).
+    /// 40,000 and 1,000,000 keys, checkpoints every 10 s, runs of 3 intervals, 3 pairs
+    /// (quick: 20,000 keys only, every 1 s, runs of 4, one pair).
     pub fn preset(quick: bool) -> Self {
         Self {
             keys: Count(if quick { 20_000 } else { 40_000 }),
@@ -50,6 +54,7 @@ impl Settings {
             checkpoint: Time::from_secs(if quick { 1.0 } else { 10.0 }),
             intervals: Count(if quick { 4 } else { 3 }),
             load: Fraction(0.4),
+            repeats: Count(if quick { 1 } else { 3 }),
         }
     }
 }
@@ -174,6 +179,11 @@ fn max_of(v: impl Iterator<Item = f64>) -> f64 {
     v.fold(f64::NAN, f64::max)
 }
 
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
 fn mean_of(v: &[f64]) -> f64 {
     if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 }
 }
@@ -192,7 +202,7 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
             "throughput, no checkpoints (words/s)",
             "throughput, checkpoints (words/s)",
             "overhead (%)",
-            "checkpoints",
+            "checkpoints (unthrottled + paced)",
             "longest dispatch pause, unthrottled (ms)",
             "longest dispatch pause, paced (ms)",
             "longest hold at state, unthrottled (ms)",
@@ -213,16 +223,33 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
             "checkpoint restored",
         ],
     );
-    let mut progress = crate::progress::Progress::new("recovery", sizes.len() * 3);
+    let repeats = s.repeats.get() as usize;
+    let mut progress = crate::progress::Progress::new("recovery", sizes.len() * (2 * repeats + 1));
     let (mut without, mut with) = (Vec::new(), Vec::new());
+    let mut spreads = Vec::new();
+    let words = |out: &JobOutput| out.summary.records_per_s * WORDS as f64;
+    let each =
+        |runs: &[JobOutput]| runs.iter().map(|r| sig(words(r))).collect::<Vec<_>>().join(", ");
     for &keys in &sizes {
         let lines = pool(keys, o.seed);
-        progress.step(&format!("{keys} keys, no checkpoints"));
-        let plain = run_wc(&lines, duration, None, None, None, o.seed)?;
-        progress.step(&format!("{keys} keys, checkpoints every {}", sig(every.as_secs_f64())));
-        let checked = run_wc(&lines, duration, None, Some(every), None, o.seed)?;
-        let words = |out: &JobOutput| out.summary.records_per_s * WORDS as f64;
-        let rate = (s.load.0 * plain.summary.throughput).max(1.0);
+        let (mut plains, mut checkeds) = (Vec::new(), Vec::new());
+        for i in 1..=repeats {
+            progress.step(&format!("{keys} keys, no checkpoints ({i} of {repeats})"));
+            plains.push(run_wc(&lines, duration, None, None, None, o.seed)?);
+            let every_s = sig(every.as_secs_f64());
+            progress
+                .step(&format!("{keys} keys, checkpoints every {every_s} s ({i} of {repeats})"));
+            checkeds.push(run_wc(&lines, duration, None, Some(every), None, o.seed)?);
+        }
+        spreads.push(format!(
+            "{keys} keys, words/s of each run: without checkpoints {}; with {}.",
+            each(&plains),
+            each(&checkeds)
+        ));
+        let plain_words = median(plains.iter().map(words).collect());
+        let checked_words = median(checkeds.iter().map(words).collect());
+        let plain_throughput = median(plains.iter().map(|p| p.summary.throughput).collect());
+        let rate = (s.load.0 * plain_throughput).max(1.0);
         // The kill comes halfway through the paced run, after at least one checkpoint.
         let kill_at = (rate * duration.as_secs_f64() / 2.0) as u64;
         progress.step(&format!("{keys} keys, paced at {} req/s, one worker killed", sig(rate)));
@@ -234,15 +261,15 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
             Some(KillPoint::Requests(kill_at)),
             o.seed,
         )?;
-        let unthrottled = committed(&checked);
+        let unthrottled: Vec<&CheckpointRecord> = checkeds.iter().flat_map(committed).collect();
         let paced = committed(&killed);
-        let overhead = 100.0 * (1.0 - words(&checked) / words(&plain));
-        without.push(words(&plain));
-        with.push(words(&checked));
+        let overhead = 100.0 * (1.0 - checked_words / plain_words);
+        without.push(plain_words);
+        with.push(checked_words);
         cost.row(vec![
             keys.to_string(),
-            sig(words(&plain)),
-            sig(words(&checked)),
+            sig(plain_words),
+            sig(checked_words),
             sig(overhead),
             format!("{} + {}", unthrottled.len(), paced.len()),
             sig(max_of(unthrottled.iter().map(|c| c.pause_ms))),
@@ -285,9 +312,11 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
                 "engine runtime; word count on 2 worker processes of 2 slots, {BATCH} lines of {WORDS} words per request, every key in the state from the first pass over the input"
             ),
             format!(
-                "each run lasts {} s; checkpoints every {} s into a local directory; throughput from unthrottled runs with and without checkpoints",
+                "each run lasts {} s; checkpoints every {} s into a local directory; throughput: the median of {} unthrottled runs without and {} with checkpoints, alternated",
                 sig(duration.as_secs_f64()),
-                sig(every.as_secs_f64())
+                sig(every.as_secs_f64()),
+                repeats,
+                repeats
             ),
             format!(
                 "recovery: a paced run at {} of the unthrottled throughput without checkpoints, one worker killed with SIGKILL halfway",
@@ -295,10 +324,13 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
             ),
         ],
         tables: vec![cost, rec],
-        notes: vec![
-            "Targets: throughput overhead <= 5 %, longest pause <= 5 ms, kill to first completion <= 2 s at 1,000,000 keys.".into(),
-            "The dispatch pause starts the boundary's cut; a chain after the boundary then waits at keyed state (the hold) only until the chains before it completed and its worker marked its snapshot.".into(),
-        ],
+        notes: [
+            "Targets: throughput overhead <= 5 %, longest pause <= 5 ms, kill to first completion <= 2 s at 1,000,000 keys.".to_owned(),
+            "The dispatch pause starts the boundary's cut; a chain after the boundary then waits at keyed state (the hold) only until the chains before it completed and its worker marked its snapshot.".to_owned(),
+        ]
+        .into_iter()
+        .chain(spreads)
+        .collect(),
     };
     Ok(Output { report, charts: vec![chart] })
 }
