@@ -215,7 +215,7 @@ pub struct Triggers {
     sized_for_backlog: bool,
     last_check: f64,
     /// (time, worker count before, worker count after) of the last change.
-    last_change: Option<(f64, u32, u32)>,
+    last_change: Option<(f64, u32, u32, f64)>,
     warmed_up: bool,
 }
 
@@ -356,14 +356,16 @@ impl Triggers {
         None
     }
 
-    /// Whether a change from `from` to `to` workers may go ahead at time `t`: it is held back
-    /// within the cooldown after the last change when it undoes that change, or when it only
-    /// re-places the same workers (the window then still shows the migration's transient and
-    /// the backlog being drained, not the new configuration's steady state).
-    pub fn admits(&self, t: f64, from: u32, to: u32) -> bool {
+    /// Whether a change from `from` to `to` workers for `target` requests/s may go ahead at
+    /// time `t`: it is held back within the cooldown after the last change when it undoes that
+    /// change, or when it only re-places the same workers for about the same target (within
+    /// the rate-change threshold: the window then still shows the migration's transient and
+    /// the backlog being drained, not a new rate).
+    pub fn admits(&self, t: f64, from: u32, to: u32, target: f64) -> bool {
         match self.last_change {
-            Some((at, before, after)) if t - at < self.config.cooldown_s => {
-                !(after == from && (before == to || from == to))
+            Some((at, before, after, for_rate)) if t - at < self.config.cooldown_s => {
+                let same_rate = (target - for_rate).abs() <= self.config.change * for_rate;
+                !(after == from && (before == to || (from == to && same_rate)))
             }
             _ => true,
         }
@@ -377,7 +379,7 @@ impl Triggers {
         self.sized_for_backlog =
             trigger.target_rate > trigger.input_rate * (1.0 + self.config.change);
         if from != to {
-            self.last_change = Some((t, from, to));
+            self.last_change = Some((t, from, to, trigger.target_rate));
         }
         // A trigger's window restarts from the new configuration.
         self.samples.clear();
@@ -491,11 +493,12 @@ mod tests {
     fn cooldown_holds_back_flapping() {
         let mut c = Triggers::new(TriggerConfig::default());
         c.planned(10.0, &at(1_000.0), 1, 3);
-        assert!(!c.admits(15.0, 3, 1), "back to 1 within 10 s");
-        assert!(c.admits(15.0, 3, 4), "onwards is fine");
-        assert!(!c.admits(15.0, 3, 3), "a re-placement of the same workers within 10 s");
-        assert!(c.admits(21.0, 3, 1), "after the cooldown");
-        assert!(c.admits(21.0, 3, 3));
+        assert!(!c.admits(15.0, 3, 1, 1_000.0), "back to 1 within 10 s");
+        assert!(c.admits(15.0, 3, 4, 1_000.0), "onwards is fine");
+        assert!(!c.admits(15.0, 3, 3, 1_050.0), "the same workers re-placed for the same rate");
+        assert!(c.admits(15.0, 3, 3, 1_200.0), "the same workers re-placed for a new rate");
+        assert!(c.admits(21.0, 3, 1, 1_000.0), "after the cooldown");
+        assert!(c.admits(21.0, 3, 3, 1_000.0));
     }
 
     #[test]

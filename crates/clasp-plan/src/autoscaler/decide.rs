@@ -62,7 +62,7 @@ impl Autoscaler {
             self.triggers.planned(now, &trigger, from, to);
             return Step::Unchanged { trigger, why: Unchanged::Same };
         }
-        if migrate && !self.triggers.admits(now, from, to) {
+        if migrate && !self.triggers.admits(now, from, to, trigger.target_rate) {
             self.held_back += 1;
             return Step::HeldBack { trigger, from, to };
         }

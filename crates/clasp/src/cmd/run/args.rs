@@ -105,7 +105,8 @@ pub struct Args {
     /// A scale-in goes ahead only if it is still decided this long after it first was.
     #[arg(long, default_value = "5s", value_parser = crate::cmd::duration::parse_or_zero, help_heading = "Triggers")]
     pub scale_in_delay: Duration,
-    /// Seconds during which a decision undoing the last one is held back.
+    /// Seconds after a rescale during which a decision undoing it, or re-placing the same
+    /// workers for about the same rate, is held back.
     #[arg(long, default_value_t = 10.0, help_heading = "Triggers")]
     pub cooldown: f64,
     /// Rescales to make whatever the policy decides: `REQUESTS:WORKERS`, comma-separated, e.g.
