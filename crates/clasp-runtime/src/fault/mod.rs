@@ -1,16 +1,19 @@
 //! Fault tolerance: consistent checkpoints, recovery from a lost worker or a restarted planner,
 //! exactly-once state and output.
 //!
-//! **Consistency in the chained-request model.** A checkpoint's boundary pauses the planner's
-//! dispatcher, waits until every chain in flight completed (their latency: milliseconds
-//! unless the workers are backlogged), and seals the output; every input before the boundary
-//! then has its whole chain in the workers' state and nothing after it does. Each worker marks
-//! the key groups it owns (copy on write: O(groups), nothing copied) and the planner resumes;
-//! the pause is the drain plus one round trip. Workers then encode their groups — each group
-//! before its first change after the boundary, or by the writer, whichever first — and write
-//! them to the [`store`] as one blob each, in parallel; the planner writes the [`manifest`]
-//! last (sources' positions, placement, blob checksums, the output's length), so a crash
-//! before it leaves the previous checkpoint in force.
+//! **Consistency in the chained-request model.** A checkpoint's boundary is a cut in the
+//! sequence of chains: under the lock every chain opens under, the planner starts a new cut
+//! and reads the sources' positions after the last chain before it; dispatch goes on. Requests
+//! of the new cut run through stateless operators, but wait at keyed state on their worker
+//! until it marked the boundary, and their sink records wait for the seal. Once every chain of
+//! the earlier cuts completed (their latency: milliseconds unless the workers are backlogged),
+//! the output is sealed, and each worker marks the key groups it owns (copy on write:
+//! O(groups), nothing copied) and lets its waiting requests run: every input before the
+//! boundary then has its whole chain in the workers' state and nothing after it does. Workers
+//! then encode their groups — each group before its first change after the mark, or by the
+//! writer, whichever first — and write them to the [`store`] as one blob each, in parallel;
+//! the planner writes the [`manifest`] last (sources' positions, placement, blob checksums,
+//! the output's length), so a crash before it leaves the previous checkpoint in force.
 //!
 //! **Recovery.** A worker lost (its connection closed, or no heartbeat within the timeout)
 //! makes the planner stop dispatching and reading, drop the queued inputs and chains in flight

@@ -39,16 +39,14 @@ struct GateState {
 }
 
 impl DispatchGate {
-    /// Pauses the dispatcher and waits until it parked (or `finished` says it exited); returns
-    /// the sources' positions after the last requests dispatched.
-    pub(super) fn pause(&self, finished: impl Fn() -> bool) -> Vec<Option<ReplayPoint>> {
+    /// Pauses the dispatcher and waits until it parked (or `finished` says it exited).
+    pub(super) fn pause(&self, finished: impl Fn() -> bool) {
         let mut s = lock(&self.state);
         s.paused = true;
         self.changed.notify_all();
         while !s.parked && !finished() {
             s = wait_timeout(&self.changed, s, Duration::from_millis(1));
         }
-        s.positions.clone()
     }
 
     /// Lets the dispatcher go on.

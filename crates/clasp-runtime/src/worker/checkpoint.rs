@@ -1,8 +1,10 @@
 //! This worker's side of checkpoints and recoveries (see [`crate::fault`]).
 //!
-//! - a checkpoint: the planner has drained the pipeline; the worker marks the key groups it
-//!   owns (copy on write, O(groups)), answers at once so the planner resumes, and then encodes
-//!   and writes them as one blob on a thread of its own;
+//! - a checkpoint: once the planner started a new cut, requests of that cut wait here before
+//!   they touch keyed state; when every chain of the earlier cuts completed, the planner's
+//!   order comes, and the worker marks the key groups it owns (copy on write, O(groups)), lets
+//!   the waiting requests run, answers at once, and then encodes and writes the groups as one
+//!   blob on a thread of its own;
 //! - a rollback: everything queued, gated or held is dropped, running executions finish and
 //!   their outputs are discarded, and the state is cleared; requests of older epochs that
 //!   still arrive are dropped;
