@@ -299,8 +299,42 @@ fn families(s: &Snapshot) -> Vec<MetricFamily> {
         "Worker pauses during migrations (plan received to resumed), one per worker and migration.",
         &s.migration_pauses,
     );
+    fault(&mut f, &s.fault);
     // A family without samples (no rescaling yet) is left out, as client libraries do.
     f.0.into_values().filter(|m| !m.get_metric().is_empty()).collect()
+}
+
+/// Checkpoints and recoveries (Flink's `numberOfCompletedCheckpoints`, `lastCheckpoint*`).
+fn fault(f: &mut Families, v: &clasp_runtime::observe::FaultView) {
+    let n = |x: u64| x as f64;
+    f.counter("clasp_checkpoints_committed_total", "Checkpoints committed.", &[], n(v.committed));
+    f.counter(
+        "clasp_checkpoints_failed_total",
+        "Checkpoints that failed (a worker could not write its key groups).",
+        &[],
+        n(v.failed),
+    );
+    f.counter("clasp_recoveries_total", "Recoveries from lost workers.", &[], n(v.recoveries));
+    let Some(c) = &v.last else { return };
+    f.gauge("clasp_checkpoint_last_id", "The last committed checkpoint's number.", &[], n(c.id));
+    f.gauge(
+        "clasp_checkpoint_last_duration_seconds",
+        "The last committed checkpoint: boundary to committed manifest.",
+        &[],
+        c.duration_ms / 1e3,
+    );
+    f.gauge(
+        "clasp_checkpoint_last_hold_seconds",
+        "The last committed checkpoint: the longest a request after its boundary waited at keyed state for the mark.",
+        &[],
+        c.held_ms / 1e3,
+    );
+    f.gauge(
+        "clasp_checkpoint_last_size_bytes",
+        "The last committed checkpoint: state bytes written.",
+        &[],
+        n(c.bytes),
+    );
 }
 
 /// The text exposition of `s`.

@@ -37,6 +37,7 @@ fn done() -> &'static Done {
             rate: 400.0,
             policy: Policy::Static,
             mode: Mode::Act,
+            checkpoint_every: None,
         };
         let mut intervals = 0;
         let (out, server, _) = run.run(|_, n| intervals = n);

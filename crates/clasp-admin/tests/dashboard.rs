@@ -65,6 +65,7 @@ fn the_dashboard_shows_every_operator_and_charts_with_data() {
         rate: 250.0,
         policy: Policy::Static,
         mode: Mode::Act,
+        checkpoint_every: None,
     };
     let profile = std::env::temp_dir().join(format!("clasp-dashboard-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&profile);

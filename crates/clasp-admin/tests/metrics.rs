@@ -59,6 +59,7 @@ fn scraped_metrics_match_the_runs_summary_and_pass_promtool() {
         rate: 400.0,
         policy: Policy::Static,
         mode: Mode::Act,
+        checkpoint_every: Some(100),
     };
     let mut seen_records = Vec::new();
     let mut mid_run = String::new();
@@ -112,6 +113,16 @@ fn scraped_metrics_match_the_runs_summary_and_pass_promtool() {
     let keys: u64 = events.iter().map(|e| e.keys_moved).sum();
     assert_eq!(m("clasp_migration_keys_moved_total"), keys as f64);
     assert_eq!(m("clasp_run_finished"), 1.0);
+    let checkpoints = &out.stats.checkpoints;
+    let committed: Vec<_> = checkpoints.iter().filter(|c| c.committed).collect();
+    assert!(committed.len() >= 3, "checkpoints every 100 of 600 requests: {checkpoints:?}");
+    assert_eq!(m("clasp_checkpoints_committed_total"), committed.len() as f64);
+    assert_eq!(m("clasp_checkpoints_failed_total"), (checkpoints.len() - committed.len()) as f64);
+    assert_eq!(m("clasp_recoveries_total"), out.stats.recoveries.len() as f64);
+    let last = committed.last().unwrap();
+    assert_eq!(m("clasp_checkpoint_last_id"), last.id as f64);
+    assert_eq!(m("clasp_checkpoint_last_size_bytes"), last.bytes as f64);
+    assert_eq!(m("clasp_checkpoint_last_duration_seconds"), last.duration_ms / 1e3);
     grafana_uses_only_exported_metrics(&text);
     for exposition in [&text, &mid_run].into_iter().filter(|t| !t.is_empty()) {
         if let Some((ok, report)) = promtool(exposition) {
@@ -275,6 +286,7 @@ fn recommend_mode_reports_its_decisions_in_the_metrics_and_the_api() {
         rate: 700.0,
         policy: Policy::Clasp,
         mode: Mode::Recommend,
+        checkpoint_every: None,
     };
     let (out, server, _) = run.run(|_, _| {});
     let recommended = &out.stats.recommendations;

@@ -7,9 +7,11 @@ use clasp_admin::{Access, AdminServer};
 use clasp_core::{Pipeline, SourceId};
 use clasp_plan::PlanConfig;
 use clasp_plan::Policy;
+use clasp_plan::autoscaler::CheckpointEvery;
 use clasp_plan::autoscaler::{AutoscalerConfig, Mode};
 use clasp_plan::estimator::EstimatorConfig;
 use clasp_runtime::cluster::Launch;
+use clasp_runtime::fault::FaultTolerance;
 use clasp_runtime::job::{self, Job, JobOutput, RescaleAt};
 use clasp_runtime::observe::Observatory;
 use clasp_runtime::planner::{DiscardSink, Input, PlannerConfig};
@@ -81,6 +83,8 @@ pub struct Run {
     pub rate: f64,
     pub policy: Policy,
     pub mode: Mode,
+    /// Checkpoints every so many input requests into a scratch directory (`None`: none).
+    pub checkpoint_every: Option<u64>,
 }
 
 impl Run {
@@ -126,18 +130,37 @@ impl Run {
             duration: None,
             initial_rate: self.rate,
             rescales: self.rescales.clone(),
-            fault: Default::default(),
+            fault: self.fault(),
         };
         let def = clasp_apps::inputs::source(&self.pipeline.name, None)
             .or_else(|_| clasp_apps::inputs::source("wc", None))
             .unwrap();
         let rate = self.rate;
+        let records = self.records;
+        // Seeded, so checkpoints can replay it from any position.
+        let reopen = Box::new(move || Ok(def.generator(records, 7)));
         let input = Input {
             source: SourceId(0),
-            reader: clasp_core::source::from_lines(def.generator(self.records, 7), None),
+            reader: Box::new(clasp_core::source::Replayable::new(reopen, None).unwrap()),
             rate: Box::new(move |_| Some(rate)),
         };
         (job, vec![input])
+    }
+
+    /// Checkpoints as [`Run::checkpoint_every`] asks, into a directory of its own.
+    fn fault(&self) -> FaultTolerance {
+        let Some(n) = self.checkpoint_every else { return FaultTolerance::default() };
+        let dir = std::env::temp_dir().join(format!(
+            "clasp-admin-checkpoints-{}-{}",
+            std::process::id(),
+            self.records
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        FaultTolerance {
+            checkpoint: Some(CheckpointEvery::Requests(n)),
+            store: dir.display().to_string(),
+            ..FaultTolerance::default()
+        }
     }
 
     /// Runs the job with an admin server, calling `during` with the server's address once per

@@ -98,6 +98,7 @@ impl RunHooks for JobHooks<'_> {
         f.note_first_completion(planner);
         lock(&f.kills).at_requests(p.requests, &planner.worker_pids());
         self.poll_checkpoint(planner)?;
+        self.show_fault();
         if planner.output_publishing() {
             // The last checkpoint's records are still going out: the next one waits for them.
             return Ok(());
@@ -138,7 +139,9 @@ impl RunHooks for JobHooks<'_> {
         if lost.is_empty() {
             return Err(error);
         }
-        self.recover(planner, lost, error.to_string())
+        let recovered = self.recover(planner, lost, error.to_string());
+        self.show_fault();
+        recovered
     }
 
     fn drained(&mut self, planner: &mut Planner) -> Result<bool, PlannerError> {
@@ -162,11 +165,19 @@ impl RunHooks for JobHooks<'_> {
         f.finishing = false;
         result?;
         let committed = f.checkpoints.last().is_some_and(|c| c.id == id && c.committed);
+        self.show_fault();
         Ok(committed)
     }
 }
 
 impl JobHooks<'_> {
+    /// Shows the checkpoints and recoveries so far to the observatory.
+    fn show_fault(&self) {
+        if let (Some(o), Some(f)) = (self.observatory, self.fault.as_ref()) {
+            o.observe_fault(&f.checkpoints, &f.recoveries);
+        }
+    }
+
     /// The scheduled rescales and the autoscaler's step, as without fault tolerance.
     fn scale(&mut self, planner: &mut Planner, p: &Progress) -> Result<(), PlannerError> {
         if self.failure.is_some() {

@@ -50,6 +50,8 @@ pub struct Snapshot {
     pub chained: std::collections::BTreeMap<u32, (u64, u64)>,
     /// Planner queue at the end of the last interval.
     pub planner_queue: u64,
+    /// Checkpoints and recoveries.
+    pub fault: FaultView,
 }
 
 impl Snapshot {
@@ -98,6 +100,21 @@ impl Observatory {
         scaler: Option<&ScalingLoop>,
     ) {
         lock(&self.state).observe(planner, progress, scaler);
+    }
+
+    /// Takes the run's checkpoints and recoveries so far.
+    pub fn observe_fault(
+        &self,
+        checkpoints: &[crate::fault::CheckpointRecord],
+        recoveries: &[crate::fault::RecoveryRecord],
+    ) {
+        let committed = checkpoints.iter().filter(|c| c.committed).count() as u64;
+        lock(&self.state).snapshot.fault = FaultView {
+            committed,
+            failed: checkpoints.len() as u64 - committed,
+            recoveries: recoveries.len() as u64,
+            last: checkpoints.iter().rev().find(|c| c.committed).cloned(),
+        };
     }
 
     /// Marks the run ended (after a last [`Observatory::observe`]).

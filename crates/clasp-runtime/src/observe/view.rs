@@ -294,6 +294,19 @@ pub struct CountersView {
     pub bytes_moved: u64,
 }
 
+/// Checkpoints and recoveries so far (all zero without checkpoints).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FaultView {
+    /// Checkpoints committed.
+    pub committed: u64,
+    /// Checkpoints that failed (a worker could not write).
+    pub failed: u64,
+    /// Recoveries from lost workers.
+    pub recoveries: u64,
+    /// The last committed checkpoint, if any.
+    pub last: Option<crate::fault::CheckpointRecord>,
+}
+
 /// One interval of the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SeriesPoint {
