@@ -4,7 +4,7 @@
 //! is killed (`SIGKILL`) — the time from the kill to the first chain completed after the
 //! restore.
 
-use crate::engine::runtime::{app_pipeline, sig, worker_processes};
+use crate::engine::runtime::{app_pipeline, median, sig, worker_processes};
 use crate::plot::{Chart, Series};
 use crate::report::{Output, Report, Table};
 use crate::settings::Scope;
@@ -179,11 +179,6 @@ fn max_of(v: impl Iterator<Item = f64>) -> f64 {
     v.fold(f64::NAN, f64::max)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 fn mean_of(v: &[f64]) -> f64 {
     if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 }
 }
@@ -246,9 +241,10 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
             each(&plains),
             each(&checkeds)
         ));
-        let plain_words = median(plains.iter().map(words).collect());
-        let checked_words = median(checkeds.iter().map(words).collect());
-        let plain_throughput = median(plains.iter().map(|p| p.summary.throughput).collect());
+        let plain_words = median(&plains.iter().map(words).collect::<Vec<_>>());
+        let checked_words = median(&checkeds.iter().map(words).collect::<Vec<_>>());
+        let plain_throughput =
+            median(&plains.iter().map(|p| p.summary.throughput).collect::<Vec<_>>());
         let rate = (s.load.0 * plain_throughput).max(1.0);
         // The kill comes halfway through the paced run, after at least one checkpoint.
         let kill_at = (rate * duration.as_secs_f64() / 2.0) as u64;

@@ -3,7 +3,7 @@
 //! clock starts.
 
 use crate::engine::runtime::watch::{WatchCost, run_watched};
-use crate::engine::runtime::{app_pipeline, sig, worker_processes, worker_threads};
+use crate::engine::runtime::{app_pipeline, median, sig, worker_processes, worker_threads};
 use crate::report::{Output, Report, Table};
 use crate::settings::Scope;
 use crate::settings::values::Count;
@@ -156,11 +156,9 @@ pub fn run(o: &Options) -> Result<Output, BenchError> {
             rates.push(r);
             secs.push(d);
         }
-        let mut sorted = rates.clone();
-        sorted.sort_by(f64::total_cmp);
         t.row(vec![
             name.into(),
-            sig(sorted[sorted.len() / 2]),
+            sig(median(&rates)),
             rates.iter().map(|r| sig(*r)).collect::<Vec<_>>().join(" "),
             secs.iter().map(|s| sig(*s)).collect::<Vec<_>>().join(" "),
         ]);

@@ -7,6 +7,7 @@
 use super::clock::Clock;
 use super::ingress::ReplayPoint;
 use super::membership::{Event, FaultEvent};
+use super::stall::StallWatch;
 use super::{Planner, PlannerError};
 use crate::fault::output::OutputMark;
 use crate::routing::{Routing, RoutingPlan};
@@ -44,10 +45,6 @@ pub struct CheckpointBoundary {
     /// When the boundary was taken.
     pub at: Instant,
 }
-
-/// How long a checkpoint's boundary waits for the chains before it without any chain
-/// completing before it gives up (a chain that was lost would otherwise hold it forever).
-pub const DRAIN_STALL: Duration = Duration::from_secs(60);
 
 /// A wait of a checkpoint or recovery step that did not end well.
 #[derive(Debug, thiserror::Error)]
@@ -134,9 +131,10 @@ impl Planner {
     }
 
     /// Waits until no chain of an earlier cut is in flight, handling events meanwhile; a wait
-    /// in which none completes for [`DRAIN_STALL`] ends with [`PlannerError::Stalled`].
+    /// in which no chain completes for as long as a drained run may stall ([`StallWatch`])
+    /// ends with [`PlannerError::Stalled`] (a lost chain would otherwise hold it forever).
     fn await_earlier_cuts(&mut self) -> Result<(), PlannerError> {
-        let mut progress = (lock(&self.shared.chains).completed, Instant::now());
+        let mut stall = StallWatch::default();
         loop {
             let (open, completed, in_flight) = {
                 let c = lock(&self.shared.chains);
@@ -145,10 +143,8 @@ impl Planner {
             if !open {
                 return Ok(());
             }
-            if completed != progress.0 {
-                progress = (completed, Instant::now());
-            } else if progress.1.elapsed() >= DRAIN_STALL {
-                return Err(PlannerError::Stalled { in_flight, secs: DRAIN_STALL.as_secs() });
+            if let Some(secs) = stall.stalled(true, completed) {
+                return Err(PlannerError::Stalled { in_flight, secs });
             }
             match self.events.recv_timeout(Duration::from_micros(200)) {
                 Ok(e) => self.handle_event(e)?,

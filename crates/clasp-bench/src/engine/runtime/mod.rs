@@ -61,6 +61,13 @@ pub fn app_pipeline(app: &str) -> Result<Pipeline, BenchError> {
     Ok(clasp_apps::pipeline(app)?)
 }
 
+/// The middle of `values` (the upper one of an even count; NaN for none).
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
 /// Formats a number with 3 significant digits.
 pub fn sig(x: f64) -> String {
     if x == 0.0 || !x.is_finite() {
