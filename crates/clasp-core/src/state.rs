@@ -62,7 +62,8 @@ type Table<S> = HashTable<Entry<S>>;
 struct Group<S> {
     table: Table<S>,
     timers: TimerQueue,
-    staged: Option<(Vec<u8>, usize)>,
+    /// Shared so that [`StateStore::import_staged`] can decode it without the group's lock.
+    staged: Option<(Arc<Vec<u8>>, usize)>,
     failed: Option<StateError>,
     /// A checkpoint's snapshot still waiting for this group's encoding, and the group's slot.
     snapshot: Option<(Arc<StoreSnapshot>, usize)>,
@@ -80,33 +81,57 @@ impl<S> Default for Group<S> {
     }
 }
 
-impl<S: StateValue> Group<S> {
-    /// Decodes staged entries into the table (every key must belong to group `id`); nothing is
-    /// installed from invalid bytes.
-    fn unstage(&mut self, id: KeyGroup, groups: u32) -> Result<usize, StateError> {
-        let Some((bytes, _)) = self.staged.take() else { return Ok(0) };
-        let decode = |source| StateError::Decode { group: id, source };
-        let wrong = |key: &[u8]| StateError::WrongGroup {
-            group: id,
-            key: String::from_utf8_lossy(key).into_owned(),
-        };
-        let mut decoder = codec::Decoder::new(&bytes).map_err(decode)?;
-        let mut entries = Vec::with_capacity(decoder.size_hint());
-        while let Some((key, value)) = decoder.next_entry::<S>().map_err(decode)? {
-            let hash = crate::hash::key_hash(key);
-            if key_group(hash, groups) != id {
-                return Err(wrong(key));
-            }
-            entries.push(Entry { hash, key: key.into(), value });
-        }
-        let timers = decoder.timers().map_err(decode)?;
-        if let Some(key) = timers.keys().find(|k| key_group(crate::hash::key_hash(k), groups) != id)
-        {
+/// A group's entries and timers decoded from its encoding, not yet in the group.
+struct Decoded<S> {
+    table: Table<S>,
+    timers: TimerQueue,
+}
+
+/// Decodes a group's encoding ([`codec`]); every key must belong to group `id`. A key that
+/// appears twice keeps its last value.
+fn decode_group<S: StateValue>(
+    bytes: &[u8],
+    id: KeyGroup,
+    groups: u32,
+) -> Result<Decoded<S>, StateError> {
+    let decode = |source| StateError::Decode { group: id, source };
+    let wrong = |key: &[u8]| StateError::WrongGroup {
+        group: id,
+        key: String::from_utf8_lossy(key).into_owned(),
+    };
+    let mut decoder = codec::Decoder::new(bytes).map_err(decode)?;
+    let mut table: Table<S> = HashTable::with_capacity(decoder.size_hint());
+    while let Some((key, value)) = decoder.next_entry::<S>().map_err(decode)? {
+        let hash = crate::hash::key_hash(key);
+        if key_group(hash, groups) != id {
             return Err(wrong(key));
         }
+        match table.find_mut(hash, |e| *e.key == *key) {
+            Some(slot) => slot.value = value,
+            None => {
+                table.insert_unique(hash, Entry { hash, key: key.into(), value }, |e| e.hash);
+            }
+        }
+    }
+    let timers = decoder.timers().map_err(decode)?;
+    if let Some(key) = timers.keys().find(|k| key_group(crate::hash::key_hash(k), groups) != id) {
+        return Err(wrong(key));
+    }
+    Ok(Decoded { table, timers })
+}
+
+impl<S: StateValue> Group<S> {
+    /// Adds decoded entries (replacing those of the same key) and timers; returns how many
+    /// entries were decoded. O(1) when the group held nothing, as a group taken over does.
+    fn install(&mut self, decoded: Decoded<S>) -> usize {
+        let Decoded { table, timers } = decoded;
+        let n = table.len();
         self.timers.absorb(timers);
-        let n = entries.len();
-        for entry in entries {
+        if self.table.is_empty() {
+            self.table = table;
+            return n;
+        }
+        for entry in table {
             match self.table.find_mut(entry.hash, |e| e.key == entry.key) {
                 Some(slot) => *slot = entry,
                 None => {
@@ -114,7 +139,13 @@ impl<S: StateValue> Group<S> {
                 }
             }
         }
-        Ok(n)
+        n
+    }
+
+    /// Decodes staged entries into the table; nothing is installed from invalid bytes.
+    fn unstage(&mut self, id: KeyGroup, groups: u32) -> Result<usize, StateError> {
+        let Some((bytes, _)) = self.staged.take() else { return Ok(0) };
+        Ok(self.install(decode_group(&bytes, id, groups)?))
     }
 
     /// Decodes staged entries, keeping a failure for [`StateStore::import_staged`] to report.
@@ -230,7 +261,8 @@ pub trait StateStore: Send + Sync {
     /// Holds `bytes` (from [`DetachedGroup::encode`], `keys` keys) for a group: decoded when
     /// the group is first accessed, or by [`StateStore::import_staged`].
     fn stage_group(&self, group: KeyGroup, bytes: Vec<u8>, keys: usize);
-    /// Decodes a group's staged entries now; returns the key count, or why they are invalid.
+    /// Decodes a group's staged entries now (the group's lock is held only to install them);
+    /// returns the key count, or why they are invalid.
     fn import_staged(&self, group: KeyGroup) -> Result<usize, StateError>;
     /// Writes one JSON line `{"operator":…,"key":…,"value":…}` per key, sorted by key.
     fn dump_json(&self, operator: &str, out: &mut dyn Write) -> io::Result<usize>;
@@ -302,17 +334,31 @@ impl<S: StateValue> StateStore for KeyedStore<S> {
             let mut g = lock(g);
             g.snapshot_now(group, self.group_count());
             g.settle(group, self.group_count());
-            g.staged = Some((bytes, keys));
+            g.staged = Some((Arc::new(bytes), keys));
         }
     }
 
     fn import_staged(&self, group: KeyGroup) -> Result<usize, StateError> {
         let Some(g) = self.groups.get(group.index()) else { return Ok(0) };
+        let bytes = {
+            let mut g = lock(g);
+            if let Some(e) = g.failed.take() {
+                return Err(e);
+            }
+            match &g.staged {
+                Some((bytes, _)) => bytes.clone(),
+                None => return Ok(0),
+            }
+        };
+        // Decoded without the lock: an execution reaching the group meanwhile waits at most
+        // for the install, or decodes the group itself, and then this decoding is dropped.
+        let decoded = decode_group::<S>(&bytes, group, self.group_count());
         let mut g = lock(g);
-        if let Some(e) = g.failed.take() {
-            return Err(e);
+        if !g.staged.as_ref().is_some_and(|(staged, _)| Arc::ptr_eq(staged, &bytes)) {
+            return g.failed.take().map_or(Ok(0), Err);
         }
-        g.unstage(group, self.group_count())
+        g.staged = None;
+        decoded.map(|d| g.install(d))
     }
 
     fn timer_count(&self) -> usize {

@@ -95,6 +95,64 @@ fn staged_groups_are_decoded_on_first_access_or_on_import() {
 }
 
 #[test]
+fn an_import_racing_executions_loses_no_update() {
+    // Every group staged with 100 keys at 7, some holding entries already; one thread
+    // imports them while another adds 1 to each key twice: every key ends at exactly 9 (or
+    // 2 for keys that were only held locally), however the two interleave.
+    let groups = 64;
+    let src: KeyedStore<u64> = KeyedStore::new(groups);
+    let dst: KeyedStore<u64> = KeyedStore::new(groups);
+    let moved: Vec<String> = (0..6_400u32).map(|i| format!("moved{i}")).collect();
+    let local: Vec<String> = (0..640u32).map(|i| format!("local{i}")).collect();
+    let batch =
+        |keys: &[String]| -> Batch { keys.iter().map(|k| (k.as_bytes(), &b""[..])).collect() };
+    let (moved_b, local_b) = (batch(&moved), batch(&local));
+    let mut acc = StateAccess::new(&src);
+    for r in moved_b.iter() {
+        *acc.get_mut(r) += 7;
+    }
+    drop(acc);
+    for g in 0..groups {
+        let detached = src.detach_group(KeyGroup(g));
+        let mut bytes = Vec::new();
+        let keys = detached.encode(KeyGroup(g), &mut bytes).unwrap();
+        if g.is_multiple_of(2) {
+            // A group with entries of its own before its staged ones are decoded.
+            let mut acc = StateAccess::new(&dst);
+            for r in local_b.iter().filter(|r| key_group(r.hash, groups) == KeyGroup(g)) {
+                *acc.get_mut(r) += 1;
+            }
+        }
+        dst.stage_group(KeyGroup(g), bytes, keys);
+    }
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for g in 0..groups {
+                dst.import_staged(KeyGroup(g)).unwrap();
+            }
+        });
+        for _ in 0..2 {
+            let mut acc = StateAccess::new(&dst);
+            for r in moved_b.iter() {
+                *acc.get_mut(r) += 1;
+            }
+        }
+    });
+    let mut acc = StateAccess::new(&dst);
+    for r in moved_b.iter() {
+        assert_eq!(acc.get(r).copied(), Some(9), "{:?}", String::from_utf8_lossy(r.key));
+    }
+    for r in local_b.iter() {
+        let even = key_group(r.hash, groups).0.is_multiple_of(2);
+        assert_eq!(acc.get(r).copied(), even.then_some(1));
+    }
+    drop(acc);
+    let local_even =
+        local_b.iter().filter(|r| key_group(r.hash, groups).0.is_multiple_of(2)).count();
+    assert_eq!(dst.key_count(), moved.len() + local_even);
+}
+
+#[test]
 fn a_snapshot_holds_the_groups_as_they_were_when_marked() {
     let groups = 16;
     let s: KeyedStore<u64> = KeyedStore::new(groups);

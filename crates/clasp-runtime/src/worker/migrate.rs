@@ -1,6 +1,7 @@
 //! This worker's side of a migration (see [`crate::migration`]).
 
 use super::WorkerShared;
+use super::background::run_in_background;
 use super::control::{Control, Inbox};
 use crate::migration::{self, MigrationData, MigrationDone, MigrationOrder, StateGroup};
 use crate::request::Request;
@@ -21,7 +22,8 @@ use std::time::{Duration, Instant};
 /// Re-routing the queue (keyed operators' new records wait meanwhile), encoding and sending
 /// what each peer is owed come after; so does waiting for what peers send: each sender's
 /// message opens its groups, and only their records waited. Incoming groups are
-/// staged as they arrive and decoded on first access or right after. The completion goes to
+/// staged as they arrive and decoded on first access or, right after, by a background thread
+/// (with the entries given up freed there too). The completion goes to
 /// the planner once every expected message arrived. Returns the control events that came
 /// meanwhile and are not the migration's, in order, for the control loop.
 pub(super) fn migrate(
@@ -103,14 +105,17 @@ pub(super) fn migrate(
     done.wait_us = wait_started.elapsed().as_micros() as u64;
     done.waited_for = expected;
     shared.planner.send(Message::MigrationDone(done));
-    drop(emptied);
-    for (op, g, from) in staged {
-        if let Err(e) = shared.stores[op.index()].import_staged(g) {
-            tracing::error!(
-                "worker {me}: state of {g} of {op} from {from} is invalid and was dropped: {e}"
-            );
+    let tidy = shared.clone();
+    run_in_background(format!("w{me}-after-migration"), move || {
+        drop(emptied);
+        for (op, g, from) in staged {
+            if let Err(e) = tidy.stores[op.index()].import_staged(g) {
+                tracing::error!(
+                    "worker {me}: state of {g} of {op} from {from} is invalid and was dropped: {e}"
+                );
+            }
         }
-    }
+    });
     set_aside
 }
 

@@ -8,9 +8,10 @@
 //! - `bootstrap`: joining the planner and starting the threads ([`run`]);
 //! - `mesh`: the links to the planner and the peers, and the threads receiving from them;
 //! - `control`: the control loop and what the planner asks of the worker;
-//! - `migrate`: the worker's side of a migration;
+//! - `migrate`: the worker's side of a migration, and `background` for what it leaves behind;
 //! - [`executor`], [`scheduler`], `monitor`: running requests, the queue, the metrics.
 
+mod background;
 mod bootstrap;
 mod checkpoint;
 mod control;
