@@ -51,9 +51,13 @@ pub enum StateError {
 
 struct Entry<S> {
     hash: u64,
-    key: Box<[u8]>,
+    key: KeyBytes,
     value: S,
 }
+
+/// A key's bytes, inline up to 16 (most keys): comparing, encoding and freeing an entry
+/// then touch no second allocation, which a migration does for every key it moves.
+type KeyBytes = smallvec::SmallVec<[u8; 16]>;
 
 type Table<S> = HashTable<Entry<S>>;
 
@@ -109,7 +113,11 @@ fn decode_group<S: StateValue>(
         match table.find_mut(hash, |e| *e.key == *key) {
             Some(slot) => slot.value = value,
             None => {
-                table.insert_unique(hash, Entry { hash, key: key.into(), value }, |e| e.hash);
+                table.insert_unique(
+                    hash,
+                    Entry { hash, key: KeyBytes::from_slice(key), value },
+                    |e| e.hash,
+                );
             }
         }
     }
@@ -518,7 +526,11 @@ impl<'a, S: StateValue> StateAccess<'a, S> {
         let table = self.group(r.hash);
         let entry = table
             .entry(r.hash, |e| same_key(e.hash, &e.key, r.hash, r.key), |e| e.hash)
-            .or_insert_with(|| Entry { hash: r.hash, key: r.key.into(), value: S::default() });
+            .or_insert_with(|| Entry {
+                hash: r.hash,
+                key: KeyBytes::from_slice(r.key),
+                value: S::default(),
+            });
         &mut entry.into_mut().value
     }
 
