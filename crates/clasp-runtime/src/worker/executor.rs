@@ -258,6 +258,17 @@ impl Outbox {
         self.children.push((w, stream, req));
     }
 
+    /// Re-routes this execution's chained requests for this worker if a migration installed a
+    /// new routing while it ran (in its service time, see [`super::scheduler::Scheduler::leave_service`]):
+    /// their key groups may have moved, and the queue they would join is the new routing's.
+    fn readmit_if_rerouted(&mut self) {
+        if !self.local.is_empty() && self.shared.epoch.load(Ordering::Acquire) != self.routing.epoch
+        {
+            let local = std::mem::take(&mut self.local);
+            self.shared.admit(local, &mut self.rng);
+        }
+    }
+
     /// Dispatches the chained requests of the finished execution and settles its credit.
     fn finish(&mut self, credit: u64) {
         for port in 0..self.ports.len().min(self.shared.targets[self.op.index()].len()) {
@@ -550,7 +561,9 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
             }
         };
         if let Some(service) = shared.pipeline.operator(op).service {
+            shared.sched.enter_service();
             spend_off_cpu(&shared, service.micros_for(req.batch.len()), service.mode);
+            shared.sched.leave_service();
         }
         let c = &counters.ops[op.index()];
         bump(&c.processed, 1);
@@ -577,6 +590,7 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
             rejects.clear();
         }
         out.finish(req.credit);
+        out.readmit_if_rerouted();
         if shared.settings.dispatch_cost.is_some() {
             // The emulated dispatch cost was just spent: it is not the next execution's time.
             clock = Instant::now();

@@ -36,7 +36,7 @@ pub(super) fn migrate(
     let started = Instant::now();
     let me = shared.me;
     let expected = order.part.receive_from.clone();
-    shared.sched.pause_and_drain();
+    shared.sched.pause_for_migration();
     let incoming = incoming_groups(&shared.routing(), &order, me, &expected);
     let gated: Vec<(OperatorId, KeyGroup)> = incoming.iter().map(|&(op, g, _)| (op, g)).collect();
     shared.sched.close_gate(shared.pipeline.operators.len(), order.routing.keys.groups, &gated);

@@ -28,6 +28,11 @@ struct Inner {
     shutdown: bool,
     idle_executors: u32,
     gate: Gate,
+    /// Executions done with keyed state that spend their emulated service time.
+    in_service: u32,
+    /// Whether a migration's pause counted the executions in service as done: they finish
+    /// only after it resumes.
+    service_held: bool,
 }
 
 impl Inner {
@@ -93,6 +98,8 @@ impl Scheduler {
                 shutdown: false,
                 idle_executors: 0,
                 gate: Gate::default(),
+                in_service: 0,
+                service_held: false,
             }),
             work: Condvar::new(),
             drained: Condvar::new(),
@@ -155,10 +162,11 @@ impl Scheduler {
         }
     }
 
-    /// Gives back an instance of `op`; whether a pause now waits for nothing more.
+    /// Gives back an instance of `op`; whether a pause may now wait for nothing more (a
+    /// migration's waits only for the executions not in service, so any release may end it).
     fn give_back(&self, op: usize) -> bool {
         self.running[op].0.fetch_sub(1, Ordering::SeqCst);
-        self.paused.load(Ordering::SeqCst) && self.running_total() == 0
+        self.paused.load(Ordering::SeqCst)
     }
 
     /// Enqueues requests (stamping their arrival) and wakes executors for them.
@@ -383,6 +391,38 @@ impl Scheduler {
         }
     }
 
+    /// [`Self::pause_and_drain`] for a migration: an execution spending its emulated service
+    /// time is done with keyed state and does not hold the pause up; it hands its chained
+    /// requests on only after [`Self::resume`] (see [`Self::leave_service`]).
+    pub fn pause_for_migration(&self) {
+        self.paused.store(true, Ordering::SeqCst);
+        let mut g = self.lock();
+        while self.running_total() > g.in_service {
+            g = clasp_core::sync::wait(&self.drained, g);
+        }
+        g.service_held = true;
+    }
+
+    /// The calling execution is done with keyed state and starts its emulated service time.
+    pub fn enter_service(&self) {
+        let mut g = self.lock();
+        g.in_service += 1;
+        if self.paused.load(Ordering::SeqCst) {
+            self.drained.notify_all();
+        }
+    }
+
+    /// The calling execution's service time is over. If a migration's pause counted it as
+    /// done, this waits until the migration resumed, so the execution's chained requests
+    /// meet the routing it installed (the caller re-routes those of an older one).
+    pub fn leave_service(&self) {
+        let mut g = self.lock();
+        while g.service_held {
+            g = clasp_core::sync::wait(&self.work, g);
+        }
+        g.in_service -= 1;
+    }
+
     /// Removes and returns every queued request, one queue per operator, in O(operators)
     /// (the queue must be paused).
     pub fn take_all(&self) -> Vec<VecDeque<Request>> {
@@ -401,7 +441,8 @@ impl Scheduler {
 
     /// Sets new instance limits and resumes.
     pub fn resume(&self, limits: Vec<u32>) {
-        let g = self.lock();
+        let mut g = self.lock();
+        g.service_held = false;
         for (cell, l) in self.limits.iter().zip(limits) {
             cell.store(l, Ordering::Relaxed);
         }
@@ -578,5 +619,50 @@ mod tests {
         t.join().unwrap();
         s.shutdown();
         assert!(matches!(s.next(|| {}), Next::Shutdown));
+    }
+
+    #[test]
+    fn a_migration_does_not_wait_for_service_time_and_holds_its_end_back() {
+        use std::sync::atomic::AtomicBool;
+        let s = std::sync::Arc::new(Scheduler::new(vec![4]));
+        s.push_many([req(0), req(0)]);
+        let Next::Run { request: serving, .. } = s.next(|| {}) else { panic!() };
+        let Next::Run { request: running, .. } = s.next(|| {}) else { panic!() };
+        s.enter_service();
+        let left = std::sync::Arc::new(AtomicBool::new(false));
+        let (s2, left2) = (s.clone(), left.clone());
+        // The other execution is still in its state access: the pause waits for it.
+        let finisher = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            s2.done(running.op);
+        });
+        s.pause_for_migration();
+        assert_eq!(s.load().1, 1, "only the execution in service still runs");
+        let (s3, left3) = (s.clone(), left2.clone());
+        let server = std::thread::spawn(move || {
+            s3.leave_service();
+            left3.store(true, Ordering::SeqCst);
+            s3.done(serving.op);
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!left.load(Ordering::SeqCst), "service ended before the migration resumed");
+        s.resume(vec![4]);
+        server.join().unwrap();
+        finisher.join().unwrap();
+        assert!(left.load(Ordering::SeqCst));
+        assert_eq!(s.load(), (0, 0));
+        // A pause that is not a migration's waits for service time too.
+        s.push_many([req(0)]);
+        let Next::Run { request: r, .. } = s.next(|| {}) else { panic!() };
+        s.enter_service();
+        let s4 = s.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            s4.leave_service();
+            s4.done(r.op);
+        });
+        s.pause_and_drain();
+        assert_eq!(s.load().1, 0);
+        t.join().unwrap();
     }
 }
