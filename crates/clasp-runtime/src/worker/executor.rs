@@ -259,8 +259,9 @@ impl Outbox {
     }
 
     /// Re-routes this execution's chained requests for this worker if a migration installed a
-    /// new routing while it ran (in its service time, see [`super::scheduler::Scheduler::leave_service`]):
-    /// their key groups may have moved, and the queue they would join is the new routing's.
+    /// new routing while it ran (in its service time, see
+    /// [`super::scheduler::Scheduler::leave_service`]): their key groups may have moved, and
+    /// the queue they would join is the new routing's.
     fn readmit_if_rerouted(&mut self) {
         if !self.local.is_empty() && self.shared.epoch.load(Ordering::Acquire) != self.routing.epoch
         {

@@ -5,7 +5,8 @@
 //! plan gives this worker), so one operator cannot take every slot. An executor that produced
 //! a chained request for its own worker runs it next itself when the operator has a free
 //! instance, without touching the queue or its lock (work-first: chains run depth-first).
-//! Migration pauses the queue, waits for running executions, and takes the queued requests out;
+//! Migration pauses the queue, waits for running executions (not for those in their emulated
+//! service time, which are done with state and finish after it), and takes the queue out;
 //! key groups taken over wait behind a [`Gate`] until their state arrives, without pausing.
 
 use super::gate::Gate;
