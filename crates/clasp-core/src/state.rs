@@ -85,6 +85,16 @@ impl<S> Default for Group<S> {
     }
 }
 
+/// Puts `entry` into `table`, replacing the entry of the same key if there is one.
+fn upsert<S>(table: &mut Table<S>, entry: Entry<S>) {
+    match table.find_mut(entry.hash, |e| e.key == entry.key) {
+        Some(slot) => *slot = entry,
+        None => {
+            table.insert_unique(entry.hash, entry, |e| e.hash);
+        }
+    }
+}
+
 /// A group's entries and timers decoded from its encoding, not yet in the group.
 struct Decoded<S> {
     table: Table<S>,
@@ -110,16 +120,7 @@ fn decode_group<S: StateValue>(
         if key_group(hash, groups) != id {
             return Err(wrong(key));
         }
-        match table.find_mut(hash, |e| *e.key == *key) {
-            Some(slot) => slot.value = value,
-            None => {
-                table.insert_unique(
-                    hash,
-                    Entry { hash, key: KeyBytes::from_slice(key), value },
-                    |e| e.hash,
-                );
-            }
-        }
+        upsert(&mut table, Entry { hash, key: KeyBytes::from_slice(key), value });
     }
     let timers = decoder.timers().map_err(decode)?;
     if let Some(key) = timers.keys().find(|k| key_group(crate::hash::key_hash(k), groups) != id) {
@@ -140,12 +141,7 @@ impl<S: StateValue> Group<S> {
             return n;
         }
         for entry in table {
-            match self.table.find_mut(entry.hash, |e| e.key == entry.key) {
-                Some(slot) => *slot = entry,
-                None => {
-                    self.table.insert_unique(entry.hash, entry, |e| e.hash);
-                }
-            }
+            upsert(&mut self.table, entry);
         }
         n
     }

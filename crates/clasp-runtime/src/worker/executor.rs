@@ -258,13 +258,12 @@ impl Outbox {
         self.children.push((w, stream, req));
     }
 
-    /// Re-routes this execution's chained requests for this worker if a migration installed a
-    /// new routing while it ran (in its service time, see
+    /// Re-routes this execution's chained requests for this worker after a migration
+    /// installed a new routing while it ran (in its service time, see
     /// [`super::scheduler::Scheduler::leave_service`]): their key groups may have moved, and
     /// the queue they would join is the new routing's.
-    fn readmit_if_rerouted(&mut self) {
-        if !self.local.is_empty() && self.shared.epoch.load(Ordering::Acquire) != self.routing.epoch
-        {
+    fn readmit_local(&mut self) {
+        if !self.local.is_empty() {
             let local = std::mem::take(&mut self.local);
             self.shared.admit(local, &mut self.rng);
         }
@@ -561,10 +560,12 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
                 operator.process(&req.batch, port, late_until, store, &mut out, &mut rejects)
             }
         };
+        // Whether a migration's pause passed this execution by in its service time.
+        let mut migrated_meanwhile = false;
         if let Some(service) = shared.pipeline.operator(op).service {
             shared.sched.enter_service();
             spend_off_cpu(&shared, service.micros_for(req.batch.len()), service.mode);
-            shared.sched.leave_service();
+            migrated_meanwhile = shared.sched.leave_service();
         }
         let c = &counters.ops[op.index()];
         bump(&c.processed, 1);
@@ -591,7 +592,9 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
             rejects.clear();
         }
         out.finish(req.credit);
-        out.readmit_if_rerouted();
+        if migrated_meanwhile {
+            out.readmit_local();
+        }
         if shared.settings.dispatch_cost.is_some() {
             // The emulated dispatch cost was just spent: it is not the next execution's time.
             clock = Instant::now();

@@ -414,14 +414,16 @@ impl Scheduler {
     }
 
     /// The calling execution's service time is over. If a migration's pause counted it as
-    /// done, this waits until the migration resumed, so the execution's chained requests
-    /// meet the routing it installed (the caller re-routes those of an older one).
-    pub fn leave_service(&self) {
+    /// done, this waits until the migration resumed and returns true: the execution's chained
+    /// requests were routed under the routing before, and the caller must re-route them.
+    pub fn leave_service(&self) -> bool {
         let mut g = self.lock();
+        let held = g.service_held;
         while g.service_held {
             g = clasp_core::sync::wait(&self.work, g);
         }
         g.in_service -= 1;
+        held
     }
 
     /// Removes and returns every queued request, one queue per operator, in O(operators)
