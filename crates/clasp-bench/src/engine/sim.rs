@@ -13,7 +13,7 @@ use clasp_core::Pipeline;
 use clasp_core::pattern::RatePattern;
 use clasp_core::placement::Placement;
 use clasp_core::stats::ObservedStats;
-use clasp_plan::autoscaler::UNTHROTTLED_RATE;
+use clasp_plan::autoscaler::{AutoscalerConfig, UNTHROTTLED_RATE};
 use clasp_plan::projection::spec_observation;
 use clasp_plan::{PlanInput, Policy};
 use clasp_sim::{
@@ -306,18 +306,21 @@ pub fn run_static(
     Ok(Simulation::from_spec(p, cfg, pattern, Deployment::Static(placement))?.run())
 }
 
-/// Runs `policy` elastically under `pattern` for `duration_s` (no measurement warm-up), its
-/// first decision after `warmup_requests` inputs.
+/// The autoscaler [`run_elastic`] runs for `policy` on the simulated cluster, its first
+/// decision after `warmup_requests` inputs.
+pub fn elastic_config(setup: &Setup, policy: Policy, warmup_requests: u64) -> AutoscalerConfig {
+    clasp_sim::autoscaler_config(&setup.sim, policy).with_warmup(warmup_requests)
+}
+
+/// Runs `autoscaler` elastically under `pattern` for `duration_s` (no measurement warm-up).
 pub fn run_elastic(
     p: &Pipeline,
     setup: &Setup,
-    policy: Policy,
+    autoscaler: AutoscalerConfig,
     pattern: RatePattern,
     duration_s: f64,
-    warmup_requests: u64,
 ) -> Result<SimSummary, SimError> {
     let cfg = SimConfig { duration_s, warmup_s: 0.0, ..setup.sim.clone() };
-    let autoscaler = clasp_sim::autoscaler_config(&setup.sim, policy).with_warmup(warmup_requests);
     Ok(Simulation::from_spec(p, cfg, pattern, Deployment::Elastic(Box::new(autoscaler)))?.run())
 }
 

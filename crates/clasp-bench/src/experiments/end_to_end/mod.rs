@@ -8,9 +8,10 @@ mod sim;
 
 use crate::engine::sim::{ClusterSettings, PAPER_APPS};
 use crate::report::Output;
-use crate::settings::values::{DispatchCosts, Policies, Positive, Time};
+use crate::settings::values::{DispatchCosts, Policies, Positive, Time, TimeOrZero};
 use crate::{BenchError, Engine, Experiment, Options};
 use clasp_plan::Policy;
+use clasp_plan::triggers::TriggerConfig;
 use serde::{Deserialize, Serialize};
 
 pub use sim::{EndToEndRow, rows as sim_rows};
@@ -37,14 +38,17 @@ pub struct SimSettings {
     pub policies: Policies,
     /// Time scale of the patterns' stages (1: the paper's 5–10 s).
     pub pattern_scale: Positive,
+    /// The time every policy plans to drain a backlog within (0: size for the rate alone).
+    pub catch_up: TimeOrZero,
 }
 
 impl SimSettings {
-    /// Every policy; the paper's stages (quick: a quarter as long).
+    /// Every policy; the paper's stages (quick: a quarter as long); the triggers' catch-up.
     pub fn preset(quick: bool) -> Self {
         Self {
             policies: Policies(POLICIES.to_vec()),
             pattern_scale: Positive(if quick { 0.25 } else { 1.0 }),
+            catch_up: TimeOrZero::from_secs(TriggerConfig::default().catch_up_s),
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use super::SimSettings;
 use super::convergence::{Convergence, Step, convergence};
-use crate::engine::sim::{Ctx, Setup, max_throughput, run_elastic};
+use crate::engine::sim::{Ctx, Setup, elastic_config, max_throughput, run_elastic};
 use crate::experiments::{Experiment, distinct, lookup};
 use crate::plot::{Chart, Series};
 use crate::report::{Output, Report, Table, num};
@@ -51,11 +51,13 @@ pub struct EndToEndRow {
     pub convergence: Convergence,
 }
 
-/// Runs the experiment for every application, both patterns and every policy.
+/// Runs the experiment for every application, both patterns and every policy, each planning
+/// to drain a backlog within `catch_up_s` (the triggers' `catch_up_s`).
 pub fn rows(
     apps: &[Pipeline],
     setup: &Setup,
     policies: &[Policy],
+    catch_up_s: f64,
 ) -> Result<Vec<EndToEndRow>, SimError> {
     let mut rows = Vec::new();
     for p in apps {
@@ -66,7 +68,8 @@ pub fn rows(
             ("gradual", RatePattern::gradual(max_rate, seed)),
         ];
         for (name, pattern) in patterns {
-            rows.extend(one(p, setup, policies, name, &setup.pattern(&pattern), max_rate)?);
+            let pattern = setup.pattern(&pattern);
+            rows.extend(one(p, setup, policies, catch_up_s, name, &pattern, max_rate)?);
         }
     }
     Ok(rows)
@@ -76,6 +79,7 @@ fn one(
     p: &Pipeline,
     setup: &Setup,
     policies: &[Policy],
+    catch_up_s: f64,
     name: &str,
     pattern: &RatePattern,
     max_rate: f64,
@@ -85,7 +89,9 @@ fn one(
     let warmup = pattern.volume_until(5.0 * setup.pattern_scale).clamp(100.0, 10_000.0) as u64;
     let mut rows: Vec<EndToEndRow> = Vec::new();
     for &policy in policies {
-        let s = run_elastic(p, setup, policy, pattern.clone(), duration, warmup)?;
+        let mut autoscaler = elastic_config(setup, policy, warmup);
+        autoscaler.triggers.catch_up_s = catch_up_s;
+        let s = run_elastic(p, setup, autoscaler, pattern.clone(), duration)?;
         let starts: Vec<f64> = pattern.stages().iter().map(|st| st.start_s).collect();
         let steps: Vec<Step> =
             s.scaling_events.iter().map(|e| Step { time_s: e.time_s, to: e.to_workers }).collect();
@@ -117,7 +123,9 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     let policies = own.policies.0;
     let mut setup = ctx.setup.clone();
     setup.pattern_scale = own.pattern_scale.0;
-    let rows = ctx.per_app("end-to-end", |p| rows(std::slice::from_ref(p), &setup, &policies))?;
+    let catch_up_s = own.catch_up.secs();
+    let rows = ctx
+        .per_app("end-to-end", |p| rows(std::slice::from_ref(p), &setup, &policies, catch_up_s))?;
     let first = policies[0].name();
     let mut table = Table::new(
         "end-to-end",

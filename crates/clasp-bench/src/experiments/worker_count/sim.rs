@@ -11,7 +11,7 @@
 //! level, per application, per gap between the levels and per direction, for each policy.
 
 use super::{Mae, Maxima, PAPER_NOTE, SimSettings, Transition, errors, mae_of, mean_workers, pct};
-use crate::engine::sim::{Ctx, Setup, max_throughput, run_elastic};
+use crate::engine::sim::{Ctx, Setup, elastic_config, max_throughput, run_elastic};
 use crate::experiments::Experiment;
 use crate::plot::{Chart, Series};
 use crate::report::{Output, Report, Table, num};
@@ -69,7 +69,8 @@ fn transitions(
     for (i, &source) in rates.iter().enumerate() {
         let duration = 2.0 * setup.warmup_s + setup.run_s;
         let warmup = (source * setup.warmup_s).max(100.0) as u64;
-        let s = run_elastic(p, setup, policy, RatePattern::constant(source), duration, warmup)?;
+        let autoscaler = elastic_config(setup, policy, warmup);
+        let s = run_elastic(p, setup, autoscaler, RatePattern::constant(source), duration)?;
         let (Some(current), Some(c)) = (s.placement.as_ref(), s.stats.coefficients) else {
             continue;
         };
