@@ -6,6 +6,7 @@
 //! ([`max_throughput`]).
 
 use crate::experiments::Experiment;
+use crate::experiments::worker_count::Maxima;
 use crate::settings::values::{Apps, Costs, Count, Fraction, Service, Time, TimeOrZero};
 use crate::settings::{NoSettings, Scope};
 use crate::{BenchError, Options};
@@ -329,6 +330,12 @@ pub fn max_throughput(p: &Pipeline, setup: &Setup, workers: u32) -> Result<f64, 
     let stats = spec_stats(p, setup, UNTHROTTLED_RATE);
     let placement = placement_on(p, &stats, &setup.sim, UNTHROTTLED_RATE, workers)?;
     Ok(run_static(p, setup, placement, RatePattern::unthrottled())?.throughput)
+}
+
+/// The throughput of CLASP's placement over each worker count `1..=up_to`.
+pub fn maxima(p: &Pipeline, setup: &Setup, up_to: u32) -> Result<Maxima, SimError> {
+    let throughput = (1..=up_to).map(|n| max_throughput(p, setup, n)).collect::<Result<_, _>>()?;
+    Ok(Maxima { app: p.name.clone(), throughput })
 }
 
 #[cfg(test)]

@@ -10,7 +10,9 @@
 
 use super::SimSettings;
 use super::convergence::{Convergence, Step, convergence};
-use crate::engine::sim::{Ctx, Setup, elastic_config, max_throughput, run_elastic};
+use super::floor::{behind_floor_share, floor_workers};
+use crate::engine::sim::{Ctx, Setup, elastic_config, maxima, run_elastic};
+use crate::experiments::worker_count::Maxima;
 use crate::experiments::{Experiment, distinct, lookup};
 use crate::plot::{Chart, Series};
 use crate::report::{Output, Report, Table, num};
@@ -40,6 +42,11 @@ pub struct EndToEndRow {
     pub p95_ms: f64,
     /// Time-weighted mean of workers in use.
     pub mean_workers: f64,
+    /// Time-weighted mean of the fewest workers that keep up with the pattern
+    /// ([`super::floor`]).
+    pub floor_workers: f64,
+    /// Share of the run with fewer workers than the rate offered then needs.
+    pub behind_floor_share: f64,
     /// Rescalings.
     pub scaling_steps: usize,
     /// Throughput of the first policy over this one's.
@@ -61,7 +68,8 @@ pub fn rows(
 ) -> Result<Vec<EndToEndRow>, SimError> {
     let mut rows = Vec::new();
     for p in apps {
-        let max_rate = max_throughput(p, setup, setup.sim.max_workers.min(10))?;
+        let maxima = maxima(p, setup, setup.sim.max_workers.min(10))?;
+        let max_rate = maxima.throughput.last().copied().unwrap_or(0.0);
         let seed = setup.sim.seed;
         let patterns = [
             ("burst", RatePattern::burst(max_rate, seed)),
@@ -69,7 +77,7 @@ pub fn rows(
         ];
         for (name, pattern) in patterns {
             let pattern = setup.pattern(&pattern);
-            rows.extend(one(p, setup, policies, catch_up_s, name, &pattern, max_rate)?);
+            rows.extend(one(p, setup, policies, catch_up_s, name, &pattern, &maxima)?);
         }
     }
     Ok(rows)
@@ -82,8 +90,10 @@ fn one(
     catch_up_s: f64,
     name: &str,
     pattern: &RatePattern,
-    max_rate: f64,
+    maxima: &Maxima,
 ) -> Result<Vec<EndToEndRow>, SimError> {
+    let max_rate = maxima.throughput.last().copied().unwrap_or(0.0);
+    let floor = floor_workers(pattern, maxima);
     let duration = pattern.duration().unwrap_or(setup.run_s);
     // The paper's 10,000 requests, or what the first 5 s of the pattern offer if fewer.
     let warmup = pattern.volume_until(5.0 * setup.pattern_scale).clamp(100.0, 10_000.0) as u64;
@@ -107,6 +117,8 @@ fn one(
             p50_ms: p50,
             p95_ms: p95,
             mean_workers: s.mean_workers,
+            floor_workers: floor,
+            behind_floor_share: behind_floor_share(pattern, maxima, &s.timeline),
             scaling_steps: s.scaling_events.len(),
             reference_throughput_ratio: ref_thr / s.throughput.max(1e-9),
             reference_p50_change: ref_p50 / p50.max(1e-9) - 1.0,
@@ -138,6 +150,8 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
             "p50 (ms)",
             "p95 (ms)",
             "mean workers",
+            "floor workers",
+            "time behind the floor (%)",
             "rescalings",
             &format!("{first} throughput / this"),
             &format!("{first} p50 vs this (%)"),
@@ -153,6 +167,8 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
             num(r.p50_ms, 2),
             num(r.p95_ms, 2),
             num(r.mean_workers, 2),
+            num(r.floor_workers, 2),
+            num(100.0 * r.behind_floor_share, 1),
             r.scaling_steps.to_string(),
             num(r.reference_throughput_ratio, 2),
             num(100.0 * r.reference_p50_change, 1),
@@ -167,7 +183,7 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     let report = Report {
         title: "end-to-end (Fig. 14): burst and gradual input under each policy".into(),
         setup: lines,
-        tables: vec![ratios(&rows, first), table, convergence_table(&rows)],
+        tables: vec![ratios(&rows, first), summary(&rows), table, convergence_table(&rows)],
         notes: notes(&rows, first),
     };
     let mut charts = charts(&rows);
@@ -209,6 +225,40 @@ fn ratios(rows: &[EndToEndRow], first: &str) -> Table {
             num(mean(|r| r.mean_workers), 2),
             num(ours_workers, 2),
         ]);
+    }
+    t
+}
+
+/// Per pattern and policy, means over the applications: p95 latency, workers against the
+/// floor, time behind it.
+fn summary(rows: &[EndToEndRow]) -> Table {
+    let mut t = Table::new(
+        "end-to-end-summary",
+        &[
+            "pattern",
+            "policy",
+            "mean p95 (ms)",
+            "mean workers",
+            "floor workers",
+            "time behind the floor (%)",
+        ],
+    );
+    for pattern in ["burst", "gradual"] {
+        for pol in distinct(rows, |r| &r.policy) {
+            let mine: Vec<&EndToEndRow> =
+                rows.iter().filter(|r| r.pattern == pattern && r.policy == pol).collect();
+            let mean = |f: fn(&EndToEndRow) -> f64| {
+                mine.iter().map(|r| f(r)).sum::<f64>() / mine.len().max(1) as f64
+            };
+            t.row(vec![
+                pattern.to_owned(),
+                pol,
+                num(mean(|r| r.p95_ms), 0),
+                num(mean(|r| r.mean_workers), 2),
+                num(mean(|r| r.floor_workers), 2),
+                num(100.0 * mean(|r| r.behind_floor_share), 1),
+            ]);
+        }
     }
     t
 }

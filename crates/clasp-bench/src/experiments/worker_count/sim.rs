@@ -11,7 +11,7 @@
 //! level, per application, per gap between the levels and per direction, for each policy.
 
 use super::{Mae, Maxima, PAPER_NOTE, SimSettings, Transition, errors, mae_of, mean_workers, pct};
-use crate::engine::sim::{Ctx, Setup, elastic_config, max_throughput, run_elastic};
+use crate::engine::sim::{Ctx, Setup, elastic_config, maxima, run_elastic};
 use crate::experiments::Experiment;
 use crate::plot::{Chart, Series};
 use crate::report::{Output, Report, Table, num};
@@ -41,12 +41,7 @@ pub fn rows(
 ) -> Result<WorkerCountReport, SimError> {
     let mut report = WorkerCountReport::default();
     for p in apps {
-        let maxima = Maxima {
-            app: p.name.clone(),
-            throughput: (1..=setup.sim.max_workers.min(10))
-                .map(|n| max_throughput(p, setup, n))
-                .collect::<Result<_, _>>()?,
-        };
+        let maxima = maxima(p, setup, setup.sim.max_workers.min(10))?;
         for &policy in policies {
             report.transitions.extend(transitions(p, setup, policy, &maxima)?);
         }
