@@ -83,9 +83,8 @@ fn worker_count_errors_cover_every_transition() {
 fn end_to_end_runs_every_policy_on_both_patterns() {
     let setup = Setup { pattern_scale: 0.15, ..Setup::quick(4) };
     let policies = [Policy::Clasp, Policy::FaasFlowSp];
-    let catch_up_s = clasp_plan::triggers::TriggerConfig::default().catch_up_s;
-    let rows =
-        end_to_end::sim_rows(&[pipeline("syn.toml")], &setup, &policies, catch_up_s).unwrap();
+    let tuning = end_to_end::Tuning::default();
+    let rows = end_to_end::sim_rows(&[pipeline("syn.toml")], &setup, &policies, tuning).unwrap();
     println!("\nend-to-end (quick): {rows:#?}");
     assert_eq!(rows.len(), 2 * policies.len());
     assert_eq!((rows[0].pattern.as_str(), rows[2].pattern.as_str()), ("burst", "gradual"));

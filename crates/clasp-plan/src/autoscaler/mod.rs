@@ -107,9 +107,9 @@ impl Default for AutoscalerConfig {
             mode: Mode::Act,
             unthrottled: false,
             batch_size: 1,
-            scale_in_below: 0.75,
+            scale_in_below: 0.9,
             min_scale_in_gain: 0.0,
-            scale_in_delay_s: 5.0,
+            scale_in_delay_s: 2.0,
             latency_slo_ms: None,
         }
     }

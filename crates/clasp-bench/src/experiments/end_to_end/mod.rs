@@ -12,10 +12,11 @@ use crate::report::Output;
 use crate::settings::values::{DispatchCosts, Policies, Positive, Time, TimeOrZero};
 use crate::{BenchError, Engine, Experiment, Options};
 use clasp_plan::Policy;
+use clasp_plan::autoscaler::AutoscalerConfig;
 use clasp_plan::triggers::TriggerConfig;
 use serde::{Deserialize, Serialize};
 
-pub use sim::{EndToEndRow, rows as sim_rows};
+pub use sim::{EndToEndRow, Tuning, rows as sim_rows};
 
 /// The policies of Fig. 14 (DS2 and the Flink autoscaler added).
 pub const POLICIES: [Policy; 7] = [
@@ -41,6 +42,8 @@ pub struct SimSettings {
     pub pattern_scale: Positive,
     /// The time every policy plans to drain a backlog within (0: size for the rate alone).
     pub catch_up: TimeOrZero,
+    /// How long a scale-in must stay decided before it is carried out (0: at once).
+    pub scale_in_delay: TimeOrZero,
 }
 
 impl SimSettings {
@@ -50,6 +53,7 @@ impl SimSettings {
             policies: Policies(POLICIES.to_vec()),
             pattern_scale: Positive(if quick { 0.25 } else { 1.0 }),
             catch_up: TimeOrZero::from_secs(TriggerConfig::default().catch_up_s),
+            scale_in_delay: TimeOrZero::from_secs(AutoscalerConfig::default().scale_in_delay_s),
         }
     }
 }

@@ -58,13 +58,32 @@ pub struct EndToEndRow {
     pub convergence: Convergence,
 }
 
-/// Runs the experiment for every application, both patterns and every policy, each planning
-/// to drain a backlog within `catch_up_s` (the triggers' `catch_up_s`).
+/// The autoscaler settings every policy of a run shares, where they differ from the defaults.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tuning {
+    /// Plan to drain a backlog within this time (the triggers' `catch_up_s`).
+    pub catch_up_s: f64,
+    /// Carry a scale-in out only if it is still decided this long after it first was.
+    pub scale_in_delay_s: f64,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        let defaults = clasp_plan::autoscaler::AutoscalerConfig::default();
+        Self {
+            catch_up_s: defaults.triggers.catch_up_s,
+            scale_in_delay_s: defaults.scale_in_delay_s,
+        }
+    }
+}
+
+/// Runs the experiment for every application, both patterns and every policy, each with the
+/// autoscaler settings of `tuning`.
 pub fn rows(
     apps: &[Pipeline],
     setup: &Setup,
     policies: &[Policy],
-    catch_up_s: f64,
+    tuning: Tuning,
 ) -> Result<Vec<EndToEndRow>, SimError> {
     let mut rows = Vec::new();
     for p in apps {
@@ -77,7 +96,7 @@ pub fn rows(
         ];
         for (name, pattern) in patterns {
             let pattern = setup.pattern(&pattern);
-            rows.extend(one(p, setup, policies, catch_up_s, name, &pattern, &maxima)?);
+            rows.extend(one(p, setup, policies, tuning, name, &pattern, &maxima)?);
         }
     }
     Ok(rows)
@@ -87,7 +106,7 @@ fn one(
     p: &Pipeline,
     setup: &Setup,
     policies: &[Policy],
-    catch_up_s: f64,
+    tuning: Tuning,
     name: &str,
     pattern: &RatePattern,
     maxima: &Maxima,
@@ -100,7 +119,8 @@ fn one(
     let mut rows: Vec<EndToEndRow> = Vec::new();
     for &policy in policies {
         let mut autoscaler = elastic_config(setup, policy, warmup);
-        autoscaler.triggers.catch_up_s = catch_up_s;
+        autoscaler.triggers.catch_up_s = tuning.catch_up_s;
+        autoscaler.scale_in_delay_s = tuning.scale_in_delay_s;
         let s = run_elastic(p, setup, autoscaler, pattern.clone(), duration)?;
         let starts: Vec<f64> = pattern.stages().iter().map(|st| st.start_s).collect();
         let steps: Vec<Step> =
@@ -135,9 +155,10 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     let policies = own.policies.0;
     let mut setup = ctx.setup.clone();
     setup.pattern_scale = own.pattern_scale.0;
-    let catch_up_s = own.catch_up.secs();
-    let rows = ctx
-        .per_app("end-to-end", |p| rows(std::slice::from_ref(p), &setup, &policies, catch_up_s))?;
+    let tuning =
+        Tuning { catch_up_s: own.catch_up.secs(), scale_in_delay_s: own.scale_in_delay.secs() };
+    let rows =
+        ctx.per_app("end-to-end", |p| rows(std::slice::from_ref(p), &setup, &policies, tuning))?;
     let first = policies[0].name();
     let mut table = Table::new(
         "end-to-end",

@@ -103,7 +103,7 @@ pub struct Args {
     #[arg(long, default_value = "10s", value_parser = crate::cmd::duration::parse_or_zero, help_heading = "Triggers")]
     pub catch_up: Duration,
     /// A scale-in goes ahead only if it is still decided this long after it first was.
-    #[arg(long, default_value = "5s", value_parser = crate::cmd::duration::parse_or_zero, help_heading = "Triggers")]
+    #[arg(long, default_value = "2s", value_parser = crate::cmd::duration::parse_or_zero, help_heading = "Triggers")]
     pub scale_in_delay: Duration,
     /// Seconds after a rescale during which a decision undoing it, or re-placing the same
     /// workers for about the same rate, is held back.
