@@ -57,20 +57,12 @@ mod tests {
     #[test]
     fn time_behind_the_floor_counts_the_intervals_with_too_few_workers() {
         // 1 worker for the first 10 s (needs 2), 2 for the next 10 (needs 3), then 3.
-        let timeline: Vec<IntervalRow> = (1..=40)
-            .map(|t| {
-                row(
-                    f64::from(t),
-                    if t <= 10 {
-                        1
-                    } else if t <= 20 {
-                        2
-                    } else {
-                        3
-                    },
-                )
-            })
-            .collect();
+        let workers = |t: u32| match t {
+            0..=10 => 1,
+            11..=20 => 2,
+            _ => 3,
+        };
+        let timeline: Vec<IntervalRow> = (1..=40).map(|t| row(f64::from(t), workers(t))).collect();
         assert_eq!(behind_floor_share(&two_stages(), &maxima(), &timeline), 0.5);
         let ample: Vec<IntervalRow> = (1..=40).map(|t| row(f64::from(t), 3)).collect();
         assert_eq!(behind_floor_share(&two_stages(), &maxima(), &ample), 0.0);

@@ -20,6 +20,7 @@ use crate::{BenchError, Options};
 use clasp_core::Pipeline;
 use clasp_core::pattern::RatePattern;
 use clasp_plan::Policy;
+use clasp_plan::autoscaler::AutoscalerConfig;
 use clasp_sim::SimError;
 use serde::{Deserialize, Serialize};
 
@@ -69,7 +70,7 @@ pub struct Tuning {
 
 impl Default for Tuning {
     fn default() -> Self {
-        let defaults = clasp_plan::autoscaler::AutoscalerConfig::default();
+        let defaults = AutoscalerConfig::default();
         Self {
             catch_up_s: defaults.triggers.catch_up_s,
             scale_in_delay_s: defaults.scale_in_delay_s,
@@ -88,7 +89,7 @@ pub fn rows(
     let mut rows = Vec::new();
     for p in apps {
         let maxima = maxima(p, setup, setup.sim.max_workers.min(10))?;
-        let max_rate = maxima.throughput.last().copied().unwrap_or(0.0);
+        let max_rate = maxima.on_most_workers();
         let seed = setup.sim.seed;
         let patterns = [
             ("burst", RatePattern::burst(max_rate, seed)),
@@ -111,7 +112,7 @@ fn one(
     pattern: &RatePattern,
     maxima: &Maxima,
 ) -> Result<Vec<EndToEndRow>, SimError> {
-    let max_rate = maxima.throughput.last().copied().unwrap_or(0.0);
+    let max_rate = maxima.on_most_workers();
     let floor = floor_workers(pattern, maxima);
     let duration = pattern.duration().unwrap_or(setup.run_s);
     // The paper's 10,000 requests, or what the first 5 s of the pattern offer if fewer.
@@ -228,12 +229,9 @@ fn ratios(rows: &[EndToEndRow], first: &str) -> Table {
     );
     for pol in distinct(rows, |r| &r.policy).iter().filter(|p| p.as_str() != first) {
         let mine: Vec<&EndToEndRow> = rows.iter().filter(|r| &r.policy == pol).collect();
-        let mean = |f: fn(&EndToEndRow) -> f64| {
-            mine.iter().map(|r| f(r)).sum::<f64>() / mine.len().max(1) as f64
-        };
+        let mean = |f: fn(&EndToEndRow) -> f64| mean_of(&mine, f);
         let ours: Vec<&EndToEndRow> = rows.iter().filter(|r| r.policy == first).collect();
-        let ours_workers =
-            ours.iter().map(|r| r.mean_workers).sum::<f64>() / ours.len().max(1) as f64;
+        let ours_workers = mean_of(&ours, |r| r.mean_workers);
         t.row(vec![
             pol.clone(),
             num(mine.iter().map(|r| r.reference_throughput_ratio).fold(0.0, f64::max), 2),
@@ -248,6 +246,11 @@ fn ratios(rows: &[EndToEndRow], first: &str) -> Table {
         ]);
     }
     t
+}
+
+/// The mean of `f` over `rows` (0 when there are none).
+fn mean_of(rows: &[&EndToEndRow], f: fn(&EndToEndRow) -> f64) -> f64 {
+    rows.iter().map(|r| f(r)).sum::<f64>() / rows.len().max(1) as f64
 }
 
 /// Per pattern and policy, means over the applications: p95 latency, workers against the
@@ -268,9 +271,7 @@ fn summary(rows: &[EndToEndRow]) -> Table {
         for pol in distinct(rows, |r| &r.policy) {
             let mine: Vec<&EndToEndRow> =
                 rows.iter().filter(|r| r.pattern == pattern && r.policy == pol).collect();
-            let mean = |f: fn(&EndToEndRow) -> f64| {
-                mine.iter().map(|r| f(r)).sum::<f64>() / mine.len().max(1) as f64
-            };
+            let mean = |f: fn(&EndToEndRow) -> f64| mean_of(&mine, f);
             t.row(vec![
                 pattern.to_owned(),
                 pol,

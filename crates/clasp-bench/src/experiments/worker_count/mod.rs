@@ -45,6 +45,11 @@ impl Maxima {
         self.throughput.iter().copied().fold(0.0, f64::max)
     }
 
+    /// The throughput on the most workers measured (the end-to-end patterns' maximum rate).
+    pub fn on_most_workers(&self) -> f64 {
+        self.throughput.last().copied().unwrap_or(0.0)
+    }
+
     /// The observed optimal worker count for `rate`: the fewest workers reaching it (the
     /// best count when none does).
     pub fn optimal(&self, rate: f64) -> u32 {
