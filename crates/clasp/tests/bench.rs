@@ -237,8 +237,6 @@ fn runtime_validate_compares_the_simulator_with_numbers_and_a_verdict() {
         let recomputed = 100.0 * (simulated - runtime) / runtime;
         // Each cell is rounded to its last printed digit: the recomputed difference is only
         // as exact as that rounding lets it be.
-        let half_unit =
-            |cell: &str| 0.5 * 10f64.powi(-(cell.split('.').nth(1).map_or(0, str::len) as i32));
         let (hr, hs, hd) = (half_unit(&r[4]), half_unit(&r[5]), half_unit(&r[7]));
         let bound = 100.0 * (hs / runtime + simulated * hr / (runtime * runtime)) + hd + 1e-9;
         assert!((diff - recomputed).abs() <= bound, "{r:?}: off by more than {bound}");
@@ -264,21 +262,32 @@ fn runtime_validate_compares_the_simulator_with_numbers_and_a_verdict() {
     // alpha and beta were measured in this run and the simulator was given those values.
     let beta = measured_beta_us(&md);
     assert!(md.contains("measured at the start of this run"), "{md}");
-    assert!(
-        md.contains(&format!("beta {} us of dispatch CPU as measured above", sig(beta))),
-        "{md}"
-    );
+    let given = md
+        .split_once("simulator given:")
+        .and_then(|(_, rest)| rest.split_once(" us and beta "))
+        .and_then(|(_, rest)| rest.split_once(" us of dispatch CPU as measured above"))
+        .unwrap_or_else(|| panic!("the simulator's beta: {md}"))
+        .0;
+    assert_printed_from(given, beta, BETA_HALF_UNIT_US);
     assert!(md.contains("hop delays calibrated before each case"), "{md}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `x` with 3 significant digits, as the reports print it.
-fn sig(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
-    format!("{x:.digits$}")
+/// Half of the last printed digit of `cell`: how far the value it was rounded from may lie.
+fn half_unit(cell: &str) -> f64 {
+    0.5 * 10f64.powi(-(cell.split('.').nth(1).map_or(0, str::len) as i32))
+}
+
+/// The dispatch table prints beta in whole nanoseconds: half of one, in microseconds.
+const BETA_HALF_UNIT_US: f64 = 0.5e-3;
+
+/// `cell` is a rounding of a value within `tolerance` of `value`. Two reports that round the
+/// same measurement at different digits (nanoseconds in one table, three significant digits
+/// of microseconds in another) may each round to a different side of it.
+fn assert_printed_from(cell: &str, value: f64, tolerance: f64) {
+    let printed: f64 = cell.parse().unwrap_or_else(|_| panic!("{cell:?} is not a number"));
+    let bound = half_unit(cell) + tolerance + 1e-9;
+    assert!((printed - value).abs() <= bound, "{cell} is not {value} rounded (within {bound})");
 }
 
 #[test]
@@ -355,8 +364,7 @@ fn runtime_coefficients_learn_the_emulated_remote_cost() {
     // The truth is the emulated 275 us plus this runtime's own beta, measured in the same run
     // (its dispatch table); printed to three significant digits.
     let expected = 275.0 + measured_beta_us(&md);
-    assert_eq!(beta[5], sig(expected), "{beta:?}");
-    assert!((truth - expected).abs() <= 0.5, "{beta:?}");
+    assert_printed_from(&beta[5], expected, BETA_HALF_UNIT_US);
     assert!((learnt - truth).abs() < (start - truth).abs() / 2.0, "{beta:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
