@@ -28,6 +28,7 @@
 mod cmd;
 mod config;
 mod logging;
+mod report_error;
 
 pub use clasp_core::batch::{Batch, Record};
 pub use clasp_core::local::{LocalDriver, LocalOptions};
@@ -143,7 +144,7 @@ fn quiet_on_closed_stdout() {
 /// code.
 pub fn main_with(registry: Registry) -> std::process::ExitCode {
     let fail = |e: anyhow::Error| {
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", report_error::chain(&e));
         std::process::ExitCode::FAILURE
     };
     let _ = REGISTRY.set(registry);

@@ -497,7 +497,7 @@ fn execute(args: &Args, launch: Launch) -> Result<()> {
             if let Some(path) = &args.stats {
                 saved.push(match write_stats(path, &stats) {
                     Ok(()) => format!("--stats {} covers the run until it failed", path.display()),
-                    Err(e) => format!("{e:#}"),
+                    Err(e) => crate::report_error::chain(&e),
                 });
             }
             if saved.is_empty() {
