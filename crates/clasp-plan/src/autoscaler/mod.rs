@@ -30,7 +30,7 @@ mod tests;
 
 pub use decide::{MIN_MOVE, instances_changed, moved_enough, plan_rescale};
 pub use history::Interval;
-pub use recover::{CheckpointEvery, Recover};
+pub use recover::{CheckpointEvery, MAX_BOUNDARY_DRAIN_S, MAX_POSTPONED_CADENCES, Recover};
 
 use crate::error::PlanError;
 use crate::estimator::{Estimator, Observation};

@@ -2,7 +2,8 @@
 //!
 //! Two more observations go in — a checkpoint committed (or failed), workers lost — and two
 //! more steps come out: take checkpoint *n* (when one is due: every so many seconds or input
-//! requests, never while a rescale, a recovery or another checkpoint is in flight) and
+//! requests, never while a rescale, a recovery or another checkpoint is in flight, and
+//! postponed while a backlog would hold its boundary for long — see [`MAX_BOUNDARY_DRAIN_S`]) and
 //! [`Recover`] (the placement to restore the last committed checkpoint onto).
 //!
 //! ```text
@@ -24,6 +25,16 @@ use crate::{PlanInput, Policy};
 use clasp_core::placement::{KeyAssignment, Placement};
 use clasp_core::{Pipeline, WorkerId};
 use serde::{Deserialize, Serialize};
+
+/// A due checkpoint waits while its boundary would wait longer than this (s) for the chains
+/// in flight to complete. The boundary holds the control loop until they have, so under a
+/// backlog no rescale could happen meanwhile; the backlog grows as long as the cluster is too
+/// small, and so does the next boundary's wait. The scaling decision goes first instead.
+pub const MAX_BOUNDARY_DRAIN_S: f64 = 1.0;
+
+/// A postponed checkpoint is taken however long its boundary waits once this many cadences
+/// have passed since the last one (so a cluster that cannot catch up still checkpoints).
+pub const MAX_POSTPONED_CADENCES: f64 = 2.0;
 
 /// When checkpoints are due.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -120,17 +131,22 @@ impl Autoscaler {
 
     /// The checkpoint to take now, at `t` (s) after `requests` input requests, if one is due;
     /// report its outcome with [`Autoscaler::checkpoint_committed`] or
-    /// [`Autoscaler::checkpoint_failed`].
-    pub fn checkpoint_due(&mut self, t: f64, requests: u64) -> Option<u64> {
+    /// [`Autoscaler::checkpoint_failed`]. `drain_s` is how long its boundary would wait for
+    /// the chains in flight (in flight / throughput): above [`MAX_BOUNDARY_DRAIN_S`] a due
+    /// checkpoint is postponed, for at most [`MAX_POSTPONED_CADENCES`] cadences.
+    pub fn checkpoint_due(&mut self, t: f64, requests: u64, drain_s: f64) -> Option<u64> {
         let every = self.fault.every?;
         if self.fault.in_flight.is_some() || self.recovering() || self.rescaling() {
             return None;
         }
         let (t0, r0) = self.fault.since;
-        let due = match every {
-            CheckpointEvery::Seconds(s) => t - t0 >= s - 1e-9,
-            CheckpointEvery::Requests(n) => requests.saturating_sub(r0) >= n,
+        let cadences = match every {
+            CheckpointEvery::Seconds(s) => (t - t0 + 1e-9) / s,
+            CheckpointEvery::Requests(n) => requests.saturating_sub(r0) as f64 / n as f64,
         };
+        // A NaN drain (nothing measured yet) does not postpone.
+        let long_drain = drain_s > MAX_BOUNDARY_DRAIN_S;
+        let due = cadences >= 1.0 && (!long_drain || cadences >= MAX_POSTPONED_CADENCES);
         due.then(|| self.next_checkpoint())
     }
 
@@ -268,39 +284,69 @@ mod tests {
     #[test]
     fn checkpoints_are_due_by_time_or_requests_one_at_a_time() {
         let (mut a, p) = scaler(Policy::Static, 1);
-        assert_eq!(a.checkpoint_due(100.0, 100), None, "off by default");
+        assert_eq!(a.checkpoint_due(100.0, 100, 0.0), None, "off by default");
         a.set_checkpoints(Some(CheckpointEvery::Seconds(2.0)), 1, None);
         idle(&mut a, &p, 1.0, 10);
-        assert_eq!(a.checkpoint_due(1.0, 10), None);
-        assert_eq!(a.checkpoint_due(2.0, 20), Some(1));
-        assert_eq!(a.checkpoint_due(3.0, 30), None, "one in flight at a time");
+        assert_eq!(a.checkpoint_due(1.0, 10, 0.0), None);
+        assert_eq!(a.checkpoint_due(2.0, 20, 0.0), Some(1));
+        assert_eq!(a.checkpoint_due(3.0, 30, 0.0), None, "one in flight at a time");
         a.checkpoint_committed(1, 2.0, 20);
         assert_eq!(a.committed_checkpoint(), Some(1));
-        assert_eq!(a.checkpoint_due(3.9, 39), None, "2 s after the last commit");
-        assert_eq!(a.checkpoint_due(4.0, 40), Some(2));
+        assert_eq!(a.checkpoint_due(3.9, 39, 0.0), None, "2 s after the last commit");
+        assert_eq!(a.checkpoint_due(4.0, 40, 0.0), Some(2));
         a.checkpoint_failed(2);
         assert_eq!(a.committed_checkpoint(), Some(1), "a failed checkpoint commits nothing");
-        assert_eq!(a.checkpoint_due(4.1, 41), Some(3), "due again at once");
+        assert_eq!(a.checkpoint_due(4.1, 41, 0.0), Some(3), "due again at once");
 
         let (mut b, _) = scaler(Policy::Static, 1);
         b.set_checkpoints(Some(CheckpointEvery::Requests(500)), 7, Some(6));
         assert_eq!(b.committed_checkpoint(), Some(6));
-        assert_eq!(b.checkpoint_due(50.0, 499), None);
-        assert_eq!(b.checkpoint_due(50.0, 500), Some(7));
+        assert_eq!(b.checkpoint_due(50.0, 499, 0.0), None);
+        assert_eq!(b.checkpoint_due(50.0, 500, 0.0), Some(7));
         b.checkpoint_committed(7, 50.0, 500);
-        assert_eq!(b.checkpoint_due(60.0, 999), None);
-        assert_eq!(b.checkpoint_due(60.0, 1000), Some(8));
+        assert_eq!(b.checkpoint_due(60.0, 999, 0.0), None);
+        assert_eq!(b.checkpoint_due(60.0, 1000, 0.0), Some(8));
+    }
+
+    #[test]
+    fn a_checkpoint_waits_out_a_long_drain_for_at_most_the_bound() {
+        let (mut a, p) = scaler(Policy::Static, 1);
+        a.set_checkpoints(Some(CheckpointEvery::Seconds(10.0)), 1, None);
+        idle(&mut a, &p, 1.0, 10);
+        let long = MAX_BOUNDARY_DRAIN_S + 0.5;
+        assert_eq!(a.checkpoint_due(10.0, 100, long), None, "postponed");
+        assert_eq!(a.checkpoint_due(12.0, 120, long), None, "still postponed");
+        assert_eq!(
+            a.checkpoint_due(13.0, 130, MAX_BOUNDARY_DRAIN_S),
+            Some(1),
+            "the backlog drained"
+        );
+        a.checkpoint_committed(1, 13.0, 130);
+        let overdue = 13.0 + 10.0 * MAX_POSTPONED_CADENCES;
+        assert_eq!(a.checkpoint_due(overdue - 0.5, 300, long), None);
+        assert_eq!(a.checkpoint_due(overdue, 310, long), Some(2), "taken however long it waits");
+        a.checkpoint_committed(2, overdue, 310);
+        assert_eq!(
+            a.checkpoint_due(overdue + 10.0, 400, f64::NAN),
+            Some(3),
+            "no throughput measured yet"
+        );
+
+        let (mut b, _) = scaler(Policy::Static, 1);
+        b.set_checkpoints(Some(CheckpointEvery::Requests(500)), 1, None);
+        assert_eq!(b.checkpoint_due(1.0, 999, long), None);
+        assert_eq!(b.checkpoint_due(1.0, 1000, long), Some(1));
     }
 
     #[test]
     fn a_loss_during_a_rescale_cancels_it_and_restores_onto_the_workers_before() {
         let (mut a, p) = scaler(Policy::Clasp, 1);
         a.set_checkpoints(Some(CheckpointEvery::Requests(10)), 1, None);
-        let id = a.checkpoint_due(1.0, 10).unwrap();
+        let id = a.checkpoint_due(1.0, 10, 0.0).unwrap();
         a.checkpoint_committed(id, 1.0, 10);
         let rescale = a.rescale_to_workers(&p, 3).unwrap();
         assert!(a.rescaling());
-        assert_eq!(a.checkpoint_due(5.0, 1000), None, "no checkpoint during a rescale");
+        assert_eq!(a.checkpoint_due(5.0, 1000, 0.0), None, "no checkpoint during a rescale");
         let r = a.workers_lost(&p, &[WorkerId(0)]).unwrap();
         assert!(!a.rescaling(), "the rescale is cancelled");
         assert!(a.recovering());
@@ -314,7 +360,7 @@ mod tests {
         assert_eq!(owners.len(), 64);
         assert!(owners.iter().all(|w| w.0 < r.workers));
         // No decision while recovering.
-        assert_eq!(a.checkpoint_due(9.0, 5000), None);
+        assert_eq!(a.checkpoint_due(9.0, 5000, 0.0), None);
         assert!(matches!(
             a.step(&p, Interval { t: 9.0, interval_s: 1.0, ..Interval::default() }),
             super::super::Step::Idle
@@ -323,8 +369,8 @@ mod tests {
         assert!(!a.recovering());
         assert_eq!((a.epoch(), a.recoveries()), (r.epoch, 1));
         assert_eq!(a.placement(), &r.placement);
-        assert_eq!(a.checkpoint_due(10.0, 19), None, "counted from the restored checkpoint");
-        assert!(a.checkpoint_due(10.0, 20).is_some());
+        assert_eq!(a.checkpoint_due(10.0, 19, 0.0), None, "counted from the restored checkpoint");
+        assert!(a.checkpoint_due(10.0, 20, 0.0).is_some());
     }
 
     #[test]
@@ -347,9 +393,9 @@ mod tests {
         a.set_checkpoints(Some(CheckpointEvery::Seconds(1.0)), 1, None);
         assert_eq!(a.workers_lost(&p, &[WorkerId(2)]).unwrap().checkpoint, None, "none yet");
         a.recovered(0.5, 0);
-        let first = a.checkpoint_due(2.0, 5).unwrap();
+        let first = a.checkpoint_due(2.0, 5, 0.0).unwrap();
         a.checkpoint_committed(first, 2.0, 5);
-        let second = a.checkpoint_due(3.0, 9).unwrap();
+        let second = a.checkpoint_due(3.0, 9, 0.0).unwrap();
         let r1 = a.workers_lost(&p, &[WorkerId(1)]).unwrap();
         assert_eq!(r1.checkpoint, Some(first));
         a.checkpoint_committed(second, 3.0, 9);

@@ -104,7 +104,9 @@ impl RunHooks for JobHooks<'_> {
             return Ok(());
         }
         let requests = self.total_dispatched(planner);
-        let due = self.scaler.autoscaler_mut().checkpoint_due(p.t, requests);
+        // The boundary waits for every chain in flight: at the rate they complete, this long.
+        let drain_s = p.in_flight as f64 / p.throughput;
+        let due = self.scaler.autoscaler_mut().checkpoint_due(p.t, requests, drain_s);
         if let Some(id) = due {
             self.begin_checkpoint(planner, id)?;
         }
