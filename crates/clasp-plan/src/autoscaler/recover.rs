@@ -18,7 +18,7 @@
 //! decision window (`static` keeps its placement), and the key groups go to their new
 //! owners with as few moves as the assignment allows.
 
-use super::{Autoscaler, Phase};
+use super::{Autoscaler, Mode, Phase};
 use crate::error::PlanError;
 use crate::keys::{assign_keys, remap_workers};
 use crate::{PlanInput, Policy};
@@ -29,7 +29,8 @@ use serde::{Deserialize, Serialize};
 /// A due checkpoint waits while its boundary would wait longer than this (s) for the chains
 /// in flight to complete. The boundary holds the control loop until they have, so under a
 /// backlog no rescale could happen meanwhile; the backlog grows as long as the cluster is too
-/// small, and so does the next boundary's wait. The scaling decision goes first instead.
+/// small, and so does the next boundary's wait. The scaling decision goes first instead
+/// (with a policy that rescales and [`Mode::Act`]).
 pub const MAX_BOUNDARY_DRAIN_S: f64 = 1.0;
 
 /// A postponed checkpoint is taken however long its boundary waits once this many cadences
@@ -144,8 +145,10 @@ impl Autoscaler {
             CheckpointEvery::Seconds(s) => (t - t0 + 1e-9) / s,
             CheckpointEvery::Requests(n) => requests.saturating_sub(r0) as f64 / n as f64,
         };
-        // A NaN drain (nothing measured yet) does not postpone.
-        let long_drain = drain_s > MAX_BOUNDARY_DRAIN_S;
+        // Only a rescale is worth waiting for; a NaN drain (nothing measured yet) does not
+        // postpone.
+        let may_rescale = self.cfg.policy != Policy::Static && self.cfg.mode == Mode::Act;
+        let long_drain = may_rescale && drain_s > MAX_BOUNDARY_DRAIN_S;
         let due = cadences >= 1.0 && (!long_drain || cadences >= MAX_POSTPONED_CADENCES);
         due.then(|| self.next_checkpoint())
     }
@@ -310,7 +313,7 @@ mod tests {
 
     #[test]
     fn a_checkpoint_waits_out_a_long_drain_for_at_most_the_bound() {
-        let (mut a, p) = scaler(Policy::Static, 1);
+        let (mut a, p) = scaler(Policy::Clasp, 1);
         a.set_checkpoints(Some(CheckpointEvery::Seconds(10.0)), 1, None);
         idle(&mut a, &p, 1.0, 10);
         let long = MAX_BOUNDARY_DRAIN_S + 0.5;
@@ -332,10 +335,15 @@ mod tests {
             "no throughput measured yet"
         );
 
-        let (mut b, _) = scaler(Policy::Static, 1);
+        let (mut b, _) = scaler(Policy::Clasp, 1);
         b.set_checkpoints(Some(CheckpointEvery::Requests(500)), 1, None);
         assert_eq!(b.checkpoint_due(1.0, 999, long), None);
         assert_eq!(b.checkpoint_due(1.0, 1000, long), Some(1));
+
+        // Nothing would rescale meanwhile: the checkpoint does not wait.
+        let (mut fixed, _) = scaler(Policy::Static, 1);
+        fixed.set_checkpoints(Some(CheckpointEvery::Seconds(10.0)), 1, None);
+        assert_eq!(fixed.checkpoint_due(10.0, 100, long), Some(1));
     }
 
     #[test]
