@@ -12,8 +12,6 @@ use crate::report::Output;
 use crate::settings::values::{DispatchCosts, Policies, Positive, Time, TimeOrZero};
 use crate::{BenchError, Engine, Experiment, Options};
 use clasp_plan::Policy;
-use clasp_plan::autoscaler::AutoscalerConfig;
-use clasp_plan::triggers::TriggerConfig;
 use serde::{Deserialize, Serialize};
 
 pub use sim::{EndToEndRow, Tuning, rows as sim_rows};
@@ -49,11 +47,12 @@ pub struct SimSettings {
 impl SimSettings {
     /// Every policy; the paper's stages (quick: a quarter as long); the triggers' catch-up.
     pub fn preset(quick: bool) -> Self {
+        let tuning = Tuning::default();
         Self {
             policies: Policies(POLICIES.to_vec()),
             pattern_scale: Positive(if quick { 0.25 } else { 1.0 }),
-            catch_up: TimeOrZero::from_secs(TriggerConfig::default().catch_up_s),
-            scale_in_delay: TimeOrZero::from_secs(AutoscalerConfig::default().scale_in_delay_s),
+            catch_up: TimeOrZero::from_secs(tuning.catch_up_s),
+            scale_in_delay: TimeOrZero::from_secs(tuning.scale_in_delay_s),
         }
     }
 }

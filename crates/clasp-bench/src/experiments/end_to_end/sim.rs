@@ -117,13 +117,13 @@ fn one(
     let duration = pattern.duration().unwrap_or(setup.run_s);
     // The paper's 10,000 requests, or what the first 5 s of the pattern offer if fewer.
     let warmup = pattern.volume_until(5.0 * setup.pattern_scale).clamp(100.0, 10_000.0) as u64;
+    let starts: Vec<f64> = pattern.stages().iter().map(|st| st.start_s).collect();
     let mut rows: Vec<EndToEndRow> = Vec::new();
     for &policy in policies {
         let mut autoscaler = elastic_config(setup, policy, warmup);
         autoscaler.triggers.catch_up_s = tuning.catch_up_s;
         autoscaler.scale_in_delay_s = tuning.scale_in_delay_s;
         let s = run_elastic(p, setup, autoscaler, pattern.clone(), duration)?;
-        let starts: Vec<f64> = pattern.stages().iter().map(|st| st.start_s).collect();
         let steps: Vec<Step> =
             s.scaling_events.iter().map(|e| Step { time_s: e.time_s, to: e.to_workers }).collect();
         let (p50, p95) = (s.latency.p50_us as f64 / 1e3, s.latency.p95_us as f64 / 1e3);
