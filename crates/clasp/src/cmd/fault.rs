@@ -19,7 +19,9 @@ use std::time::Duration;
 pub struct FaultArgs {
     /// How often to checkpoint the state, the sources' positions and the placement: a
     /// duration (10s, 500ms), `requests:N`, or `none` (a lost worker then ends the run).
-    /// Default: every 10 s when every input can replay, else none (with a warning).
+    /// Default: every 10 s when every input can replay, else none (with a warning). While a
+    /// backlog would hold a checkpoint's boundary over 1 s and the policy can rescale, a due
+    /// checkpoint waits, for at most twice this interval.
     #[arg(long, value_parser = parse_every)]
     pub checkpoint: Option<Every>,
     /// Where checkpoints go: a directory, or `redis://HOST:PORT[/PREFIX]`; default: a
