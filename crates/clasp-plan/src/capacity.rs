@@ -3,7 +3,7 @@
 
 use crate::projection::Projection;
 use clasp_core::WorkerId;
-use clasp_core::placement::Placement;
+use clasp_core::placement::{Placement, Share};
 use clasp_core::stats::{Coefficients, WorkerStats};
 use serde::{Deserialize, Serialize};
 
@@ -126,13 +126,10 @@ pub fn placement_loads(
         for s in op.shares.iter().filter(|s| s.fraction > 0.0) {
             let w = s.worker.0;
             let l = &mut loads[w as usize];
+            let (local, remote) = chained_rates(proj, &fr, o, s);
             l.exec += s.share;
-            for e in &proj.edges[o] {
-                let out = e.rate * s.fraction;
-                let local = out * fr.get(e.to.index(), w);
-                l.local_rate += local;
-                l.remote_rate += out - local;
-            }
+            l.local_rate += local;
+            l.remote_rate += remote;
             dest[w as usize].extend(reach.iter().filter(|&&d| d != w));
         }
     }
@@ -148,10 +145,53 @@ pub fn placement_loads(
     loads
 }
 
+/// The chained requests per second that `o`'s share `s` sends: (staying on its worker, sent
+/// to others), routed in proportion to each successor's fractions.
+fn chained_rates(proj: &Projection, fr: &Fractions, o: usize, s: &Share) -> (f64, f64) {
+    proj.edges[o].iter().fold((0.0, 0.0), |(local, remote), e| {
+        let out = e.rate * s.fraction;
+        let here = out * fr.get(e.to.index(), s.worker.0);
+        (local + here, remote + out - here)
+    })
+}
+
+/// Per operator, per share (in `shares` order): the time per second the executors of that
+/// share are busy. An executor runs the share's executions (φ) and also sends their chained
+/// requests, so the sender's dispatch cost is part of its busy time: α per local and β per
+/// remote request, and γ for each other worker the operator reaches from there (Eq. 1's terms,
+/// charged to the operator that sends). This is what the share's instances must cover, one
+/// execution at a time each.
+pub fn share_busy_time(
+    proj: &Projection,
+    placement: &Placement,
+    c: &Coefficients,
+) -> Vec<Vec<f64>> {
+    let fr = Fractions::of(placement);
+    placement
+        .operators
+        .iter()
+        .enumerate()
+        .map(|(o, op)| {
+            let reach = fr.destinations(proj, o);
+            op.shares
+                .iter()
+                .map(|s| {
+                    if s.fraction <= 0.0 {
+                        return 0.0;
+                    }
+                    let (local, remote) = chained_rates(proj, &fr, o, s);
+                    let others = reach.iter().filter(|&&d| d != s.worker.0).count();
+                    s.share + c.alpha * local + c.beta * remote + c.gamma * others as f64
+                })
+                .collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clasp_core::placement::{OperatorPlacement, Share};
+    use clasp_core::placement::OperatorPlacement;
     use clasp_core::spec::parse;
     use clasp_core::stats::ObservedStats;
     use clasp_core::{OperatorId, Pipeline};
@@ -230,5 +270,11 @@ to = "b"
         assert_eq!(l[0].load, 1500.0 + 2.0 * 25.0 + 10.0 * 75.0 + 1000.0);
         // w1: only b's share, a terminal operator: no chained requests.
         assert_eq!((l[1].load, l[1].remote_destinations, l[1].budget), (1500.0, 0, 5.0));
+        // The same costs, charged to the operator whose executors send them: a on w0 sends
+        // all 100 chained requests (25 local, 75 remote, 1 other worker); b sends none.
+        let busy = share_busy_time(&proj, &placement, &C);
+        assert_eq!(busy, [vec![1000.0 + 2.0 * 25.0 + 10.0 * 75.0 + 1000.0], vec![500.0, 1500.0]]);
+        // Summed per worker they are Eq. 8's loads.
+        assert_eq!(busy[0][0] + busy[1][0], l[0].load);
     }
 }

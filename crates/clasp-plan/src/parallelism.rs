@@ -92,6 +92,40 @@ pub fn assign(placement: &mut Placement, proj: &Projection) -> Vec<u32> {
         .collect()
 }
 
+/// The busy time (µs/s) one instance may carry: it runs one execution at a time, so at most
+/// a second per second, kept below saturation by the planner's headroom.
+pub fn instance_budget(headroom: f64) -> f64 {
+    1e6 * headroom
+}
+
+/// Raises each share's instances to cover its busy time `busy` (per operator, per share, as
+/// [`crate::capacity::share_busy_time`] gives it) at `per_instance` µs/s each:
+/// n ≥ ⌈busy / per_instance⌉, capped at the worker's `slots`, never lowered. Eq. 11 sizes an
+/// operator from N_o·τ̄_o alone; an operator whose executors also send many remote chained
+/// requests needs more instances on a worker than its execution time says, or one instance
+/// becomes that worker's bottleneck while its other slots idle. Returns instances per operator.
+pub fn cover_busy_time(
+    placement: &mut Placement,
+    busy: &[Vec<f64>],
+    per_instance: f64,
+    slots: u32,
+) -> Vec<u32> {
+    placement
+        .operators
+        .iter_mut()
+        .zip(busy)
+        .map(|(op, busy)| {
+            for (s, &b) in op.shares.iter_mut().zip(busy) {
+                let needed = (b / per_instance).ceil();
+                let needed =
+                    if needed.is_finite() { needed.clamp(0.0, f64::from(slots)) as u32 } else { 0 };
+                s.instances = s.instances.max(needed);
+            }
+            op.shares.iter().map(|s| s.instances).sum()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +166,39 @@ mod tests {
         // Quotas 3.6, 0.2, 0.2: the small ones get their one, the rest goes to the first.
         assert_eq!(spread(4, &[0.9, 0.05, 0.05]), [2, 1, 1]);
         assert_eq!(spread(20, &[0.9, 0.05, 0.05]), [18, 1, 1]);
+    }
+
+    #[test]
+    fn busy_time_raises_instances_up_to_the_slots() {
+        use clasp_core::placement::{OperatorPlacement, Share};
+        use clasp_core::{OperatorId, WorkerId};
+        let share = |w: u32, instances: u32| Share {
+            worker: WorkerId(w),
+            share: 0.0,
+            fraction: 0.5,
+            instances,
+        };
+        let mut p = Placement {
+            workers: 2,
+            operators: vec![
+                OperatorPlacement {
+                    operator: OperatorId::from(0),
+                    demand: 0.0,
+                    shares: vec![share(0, 1), share(1, 2)],
+                },
+                OperatorPlacement {
+                    operator: OperatorId::from(1),
+                    demand: 0.0,
+                    shares: vec![share(0, 1)],
+                },
+            ],
+        };
+        // 2.5 s/s of busy time needs ⌈2.5/0.9⌉ = 3 instances; 0.2 s/s keeps the 2 it has;
+        // 9 s/s would need 10 but the worker has 4 slots.
+        let busy = vec![vec![2.5e6, 0.2e6], vec![9e6]];
+        let totals = cover_busy_time(&mut p, &busy, instance_budget(0.9), 4);
+        assert_eq!(totals, [5, 4]);
+        assert_eq!(p.operators[0].shares.iter().map(|s| s.instances).collect::<Vec<_>>(), [3, 2]);
     }
 
     proptest! {

@@ -7,7 +7,7 @@
 //! is one call to [`clasp_on_workers`].
 
 use crate::baselines::{ds2, faasflow, flink, zhang24};
-use crate::capacity::{WorkerLoad, placement_loads};
+use crate::capacity::{WorkerLoad, placement_loads, share_busy_time};
 use crate::config::PlanConfig;
 use crate::error::PlanError;
 use crate::limit::{LimitCache, RateSearch};
@@ -376,6 +376,14 @@ fn finish(
     mut placement: Placement,
 ) -> Decision {
     parallelism::assign(&mut placement, proj);
+    let busy = share_busy_time(proj, &placement, &input.coefficients);
+    let per_instance = parallelism::instance_budget(input.config.headroom);
+    parallelism::cover_busy_time(
+        &mut placement,
+        &busy,
+        per_instance,
+        input.config.slots_per_worker,
+    );
     Decision::new(policy, input, proj, order, placement)
 }
 
