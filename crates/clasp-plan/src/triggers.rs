@@ -40,6 +40,11 @@ pub struct TriggerConfig {
     pub change: f64,
     /// Paper rule: how long the change must persist.
     pub change_for_s: f64,
+    /// How long a rise of the input rate must persist (at most `change_for_s`; the same by
+    /// default). Shorter meets a rise sooner than a fall: the backlog a rise builds grows for
+    /// every second it waits, while a fall only leaves workers idle. A shorter rise plans for
+    /// the newest interval's rate, since the window's older intervals may straddle the jump.
+    pub rise_for_s: f64,
     /// Paper rule: throughput below `(1 − lag) ×` input rate counts as lagging.
     pub lag: f64,
     /// Paper rule: how long lagging must persist.
@@ -72,6 +77,7 @@ impl Default for TriggerConfig {
             rule: TriggerRule::Paper,
             change: 0.10,
             change_for_s: 2.0,
+            rise_for_s: 2.0,
             lag: 0.05,
             lag_for_s: 3.0,
             saturated_for_s: 2.0,
@@ -91,12 +97,14 @@ impl TriggerConfig {
     /// The paper's setup, for the reproduction experiments: the first decision after 10,000
     /// input requests, no saturation trigger, targets without a backlog term.
     pub fn paper() -> Self {
+        let d = Self::default();
         Self {
+            rise_for_s: d.change_for_s,
             saturated_for_s: 0.0,
             warmup_requests: 10_000,
             warmup_s: 0.0,
             catch_up_s: 0.0,
-            ..Self::default()
+            ..d
         }
     }
 
@@ -116,6 +124,7 @@ impl TriggerConfig {
         }
         let durations = [
             ("change_for_s", self.change_for_s),
+            ("rise_for_s", self.rise_for_s),
             ("lag_for_s", self.lag_for_s),
             ("saturated_for_s", self.saturated_for_s),
             ("reference_stable_s", self.reference_stable_s),
@@ -131,6 +140,12 @@ impl TriggerConfig {
                     "trigger `{name}` = {v} must be a duration in [0, {MAX_DURATION_S}] s"
                 )));
             }
+        }
+        if self.rise_for_s > self.change_for_s {
+            return Err(PlanError::InvalidConfig(format!(
+                "trigger `rise_for_s` = {} must be at most `change_for_s` = {}: a rise is met no later than a fall",
+                self.rise_for_s, self.change_for_s
+            )));
         }
         Ok(())
     }
@@ -296,14 +311,18 @@ impl Triggers {
     fn paper(&mut self, s: Sample) -> Option<Trigger> {
         let c = &self.config;
         let baseline = self.baseline?;
-        if let Some(w) = self.window(c.change_for_s) {
-            let changed =
-                |x: &Sample| (x.input_rate - baseline).abs() > c.change * baseline.max(1e-9);
-            let same_side = w.iter().all(|x| x.input_rate > baseline)
-                || w.iter().all(|x| x.input_rate < baseline);
-            if w.iter().all(changed) && same_side {
-                return Some(self.trigger(Reason::RateChange, Self::mean_input(&w), &s));
-            }
+        let rose = |x: &Sample| x.input_rate > baseline * (1.0 + c.change);
+        if let Some(w) = self.window(c.rise_for_s)
+            && w.iter().all(rose)
+        {
+            let input =
+                if c.rise_for_s < c.change_for_s { s.input_rate } else { Self::mean_input(&w) };
+            return Some(self.trigger(Reason::RateChange, input, &s));
+        }
+        if let Some(w) = self.window(c.change_for_s)
+            && w.iter().all(|x| x.input_rate < baseline * (1.0 - c.change))
+        {
+            return Some(self.trigger(Reason::RateChange, Self::mean_input(&w), &s));
         }
         if c.saturated_for_s > 0.0
             && let Some(w) = self.window(c.saturated_for_s)
@@ -457,6 +476,45 @@ mod tests {
         // A sample at t covers (t − 1, t]: the intervals ending at 21 and 22 span 2 s.
         assert_eq!(f[0].1, at(2_000.0));
         assert_eq!(f[0].0, 22.0);
+    }
+
+    #[test]
+    fn a_rise_can_be_met_after_one_second_a_fall_after_two() {
+        let cfg = TriggerConfig { catch_up_s: 0.0, rise_for_s: 1.0, ..TriggerConfig::default() };
+        let mut c = Triggers::new(cfg);
+        let mut n = 0;
+        feed(&mut c, 0.0, 2.0, 1_000.0, 1_000.0, &mut n);
+        c.planned(2.0, &at(1_000.0), 1, 1);
+        // Two half-second intervals make the 1 s window; the first straddles the jump to
+        // 2,000 (its mean 1,500), so the rise is planned for the newest interval's rate.
+        let half = |c: &mut Triggers, t: f64, rate: f64, n: &mut u64| {
+            *n += (rate / 2.0) as u64;
+            let s = Sample {
+                t,
+                input_rate: rate,
+                throughput: rate,
+                requests: *n,
+                interval: 0.5,
+                ..Sample::default()
+            };
+            c.observe(s)
+        };
+        assert_eq!(half(&mut c, 2.5, 1_500.0, &mut n), None);
+        assert_eq!(half(&mut c, 3.0, 2_000.0, &mut n), Some(at(2_000.0)));
+        c.planned(3.0, &at(2_000.0), 1, 2);
+        assert!(feed(&mut c, 3.0, 4.0, 1_000.0, 1_000.0, &mut n).is_empty(), "a fall waits");
+        let f = feed(&mut c, 4.0, 6.0, 1_000.0, 1_000.0, &mut n);
+        assert_eq!((f[0].0, f[0].1), (5.0, at(1_000.0)));
+        // The paper's text: 2 s both ways, planned for the window's mean.
+        let mut c = Triggers::new(paper(0));
+        feed(&mut c, 0.0, 1.0, 1_000.0, 1_000.0, &mut n);
+        c.planned(1.0, &at(1_000.0), 1, 1);
+        assert!(feed(&mut c, 1.0, 2.0, 1_500.0, 1_500.0, &mut n).is_empty());
+        let f = feed(&mut c, 2.0, 3.0, 2_500.0, 2_500.0, &mut n);
+        assert_eq!((f[0].0, f[0].1), (3.0, at(2_000.0)));
+        let bad = TriggerConfig { rise_for_s: 3.0, ..TriggerConfig::default() };
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains("rise_for_s") && e.contains("change_for_s"), "{e}");
     }
 
     #[test]

@@ -89,7 +89,8 @@ pub struct Args {
     /// order of magnitude (0.2, 1, 100, slots × 10⁶).
     #[arg(long, help_heading = "Estimator")]
     pub coefficients: Option<String>,
-    /// Trigger rule: paper (rate changed for 2 s, or lagging for 3 s) or reference.
+    /// Trigger rule: paper (rate changed for 2 s, a rise after `--rise-after`, or lagging for 3 s)
+    /// or reference.
     #[arg(long, default_value = "paper", value_parser = parse_rule, help_heading = "Triggers")]
     pub trigger: TriggerRule,
     /// Input requests before the first scaling decision (the paper's setup: 10000).
@@ -98,6 +99,10 @@ pub struct Args {
     /// Time before the first scaling decision.
     #[arg(long, default_value = "2s", value_parser = crate::cmd::duration::parse_or_zero, help_heading = "Triggers")]
     pub warmup_time: Duration,
+    /// A rise of the input rate (more than 10 % above the rate last planned for) is acted on
+    /// once it lasted this long, at most 2 s (a fall's; 2 s both ways is the paper's text).
+    #[arg(long, default_value = "2s", value_parser = crate::cmd::duration::parse_or_zero, help_heading = "Triggers")]
+    pub rise_after: Duration,
     /// A backlog is sized to drain within this time after a load jump (0s: size for the rate
     /// alone, as the paper does).
     #[arg(long, default_value = "10s", value_parser = crate::cmd::duration::parse_or_zero, help_heading = "Triggers")]

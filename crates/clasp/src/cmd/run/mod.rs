@@ -246,6 +246,7 @@ fn scaling_config(args: &Args, unthrottled: bool) -> Result<AutoscalerConfig> {
         rule: args.trigger,
         warmup_requests: args.warmup,
         warmup_s: args.warmup_time.as_secs_f64(),
+        rise_for_s: args.rise_after.as_secs_f64(),
         catch_up_s: args.catch_up.as_secs_f64(),
         cooldown_s: args.cooldown,
         ..TriggerConfig::default()
