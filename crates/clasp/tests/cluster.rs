@@ -185,6 +185,7 @@ fn bad_run_arguments_fail_before_anything_starts() {
     fails(&[wc, "--max-workers", "0"], "--max-workers must be at least 1");
     fails(&[wc, "--pattern", "gradual"], "rate");
     fails(&[wc, "--rate=-5"], "--rate -5 must be a positive number");
+    fails(&[wc, "--rise-after", "3s"], "--rise-after 3s must be at most 2 s");
     fails(&[wc, "--rescale-at", "100"], "expected REQUESTS:WORKERS");
     fails(&[wc, "--rescale-at", "100:0"], "at least 1 worker");
     fails(&[wc, "--rescale-at", "100:11"], "more workers than --max-workers 10");

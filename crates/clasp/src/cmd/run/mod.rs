@@ -242,6 +242,13 @@ fn scaling_config(args: &Args, unthrottled: bool) -> Result<AutoscalerConfig> {
         min_remote_rate: 0.0,
         ..EstimatorConfig::default()
     };
+    let fall_s = TriggerConfig::default().change_for_s;
+    if args.rise_after.as_secs_f64() > fall_s {
+        bail!(
+            "--rise-after {:?} must be at most {fall_s} s: a rise of the input rate is acted on no later than a fall",
+            args.rise_after
+        );
+    }
     let triggers = TriggerConfig {
         rule: args.trigger,
         warmup_requests: args.warmup,
