@@ -20,12 +20,12 @@ pub struct OpCounters {
     pub records: AtomicU64,
     /// Records emitted.
     pub emitted: AtomicU64,
-    /// Requests whose execution and queue wait were timed (all large ones, a sample of
-    /// small ones).
+    /// Requests the timed ones stand for: all large ones are timed (weight 1), one small one
+    /// in a sample of several (weight: the sample's size).
     pub timed: AtomicU64,
-    /// Execution time of the timed requests (ns).
+    /// Execution time of the timed requests, each times its weight (ns).
     pub exec_ns: AtomicU64,
-    /// Time the timed requests waited in the queue (ns).
+    /// Time the timed requests waited in the queue, each times its weight (ns).
     pub wait_ns: AtomicU64,
     /// Executions that touched keyed state.
     pub touched: AtomicU64,

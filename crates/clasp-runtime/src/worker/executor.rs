@@ -15,6 +15,7 @@ use crate::routing::Routing;
 use crate::service;
 use crate::wire::{CreditReturn, Cut, Message};
 use crate::worker::scheduler::Next;
+use crate::worker::timing::Sampler;
 use clasp_core::frontier::Frontiers;
 use clasp_core::operator::Rejections;
 use clasp_core::rng::SeededRng;
@@ -114,10 +115,6 @@ impl std::fmt::Debug for Outbox {
 }
 
 const SINK_FLUSH_RECORDS: usize = 4096;
-/// Requests with at least this many records are always timed.
-const TIME_ALWAYS_RECORDS: usize = 16;
-/// One smaller request in this many is timed.
-const TIME_EVERY: u32 = 8;
 /// Remote chained requests sent together at most.
 const REMOTE_BATCH: usize = 64;
 const CREDIT_FLUSH: usize = 256;
@@ -488,14 +485,10 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
     let mut rejects = Rejections::default();
     let mut finished = None;
     let mut local = Vec::new();
-    // Reading the clock costs about as much as dispatching a small request, so small
-    // requests are timed one in TIME_EVERY (the means stay unbiased); `clock` is the last time
-    // read, which also stamps the arrival of chained requests.
+    // Only a sample of requests is timed (`timing`); `clock` is the last time read, which
+    // also stamps the arrival of chained requests.
     let mut clock = Instant::now();
-    // Counted per operator: one counter for all would time only some operators of a chain
-    // whose length shares a factor with TIME_EVERY (every other one of SYN's ten). Each
-    // operator's first request is timed.
-    let mut untimed = vec![TIME_EVERY - 1; shared.pipeline.operators.len()];
+    let mut sampler = Sampler::new(shared.pipeline.operators.len());
     loop {
         std::mem::swap(&mut local, &mut out.local);
         let next = shared.sched.next_after(finished.take(), &mut local, clock, || {
@@ -536,11 +529,9 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
             req
         };
         out.refresh_routing();
-        let since_timed = &mut untimed[op.index()];
-        *since_timed += 1;
-        let timed = req.batch.len() >= TIME_ALWAYS_RECORDS || *since_timed >= TIME_EVERY;
+        let weight = sampler.weight(op.index(), req.batch.len());
+        let timed = weight > 0;
         if timed {
-            *since_timed = 0;
             clock = Instant::now();
         }
         out.flush_remote_before(&counters.ops[op.index()]);
@@ -573,10 +564,10 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
         bump(&c.emitted, out.emitted);
         if timed {
             clock = Instant::now();
-            bump(&c.timed, 1);
-            bump(&c.exec_ns, clock.duration_since(started).as_nanos() as u64);
+            bump(&c.timed, weight);
+            bump(&c.exec_ns, weight * clock.duration_since(started).as_nanos() as u64);
             if let Some(at) = req.enqueued {
-                bump(&c.wait_ns, started.saturating_duration_since(at).as_nanos() as u64);
+                bump(&c.wait_ns, weight * started.saturating_duration_since(at).as_nanos() as u64);
             }
         }
         bump(&c.touched, u64::from(exec.touched_state));

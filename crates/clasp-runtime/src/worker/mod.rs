@@ -21,6 +21,7 @@ mod mesh;
 mod migrate;
 mod monitor;
 pub mod scheduler;
+mod timing;
 
 pub use bootstrap::{WorkerError, WorkerOptions, run};
 
