@@ -42,9 +42,11 @@ pub struct TriggerConfig {
     pub change_for_s: f64,
     /// How long a rise of the input rate must persist (at most `change_for_s`; the same by
     /// default). Shorter meets a rise sooner than a fall: the backlog a rise builds grows for
-    /// every second it waits, while a fall only leaves workers idle. A shorter rise plans for
-    /// the newest interval's rate, since the window's older intervals may straddle the jump.
+    /// every second it waits, while a fall only leaves workers idle.
     pub rise_for_s: f64,
+    /// A rise plans for the newest interval's rate, not the window's mean (the paper's): the
+    /// window's older intervals straddle the jump, and a plan for their mean is a step short.
+    pub rise_at_newest_rate: bool,
     /// Paper rule: throughput below `(1 − lag) ×` input rate counts as lagging.
     pub lag: f64,
     /// Paper rule: how long lagging must persist.
@@ -78,6 +80,7 @@ impl Default for TriggerConfig {
             change: 0.10,
             change_for_s: 2.0,
             rise_for_s: 2.0,
+            rise_at_newest_rate: true,
             lag: 0.05,
             lag_for_s: 3.0,
             saturated_for_s: 2.0,
@@ -95,11 +98,13 @@ impl Default for TriggerConfig {
 
 impl TriggerConfig {
     /// The paper's setup, for the reproduction experiments: the first decision after 10,000
-    /// input requests, no saturation trigger, targets without a backlog term.
+    /// input requests, no saturation trigger, targets without a backlog term, a rise planned
+    /// for the window's mean rate.
     pub fn paper() -> Self {
         let d = Self::default();
         Self {
             rise_for_s: d.change_for_s,
+            rise_at_newest_rate: false,
             saturated_for_s: 0.0,
             warmup_requests: 10_000,
             warmup_s: 0.0,
@@ -315,8 +320,7 @@ impl Triggers {
         if let Some(w) = self.window(c.rise_for_s)
             && w.iter().all(rose)
         {
-            let input =
-                if c.rise_for_s < c.change_for_s { s.input_rate } else { Self::mean_input(&w) };
+            let input = if c.rise_at_newest_rate { s.input_rate } else { Self::mean_input(&w) };
             return Some(self.trigger(Reason::RateChange, input, &s));
         }
         if let Some(w) = self.window(c.change_for_s)
@@ -505,13 +509,20 @@ mod tests {
         assert!(feed(&mut c, 3.0, 4.0, 1_000.0, 1_000.0, &mut n).is_empty(), "a fall waits");
         let f = feed(&mut c, 4.0, 6.0, 1_000.0, 1_000.0, &mut n);
         assert_eq!((f[0].0, f[0].1), (5.0, at(1_000.0)));
-        // The paper's text: 2 s both ways, planned for the window's mean.
-        let mut c = Triggers::new(paper(0));
-        feed(&mut c, 0.0, 1.0, 1_000.0, 1_000.0, &mut n);
-        c.planned(1.0, &at(1_000.0), 1, 1);
-        assert!(feed(&mut c, 1.0, 2.0, 1_500.0, 1_500.0, &mut n).is_empty());
-        let f = feed(&mut c, 2.0, 3.0, 2_500.0, 2_500.0, &mut n);
-        assert_eq!((f[0].0, f[0].1), (3.0, at(2_000.0)));
+        // The paper's text: 2 s both ways, planned for the window's mean; the default waits
+        // 2 s as well but plans for the newest interval's rate.
+        for (cfg, planned) in [
+            (paper(0), 2_000.0),
+            (TriggerConfig { catch_up_s: 0.0, ..TriggerConfig::default() }, 2_500.0),
+        ] {
+            let mut c = Triggers::new(cfg);
+            let mut n = 0;
+            feed(&mut c, 0.0, 2.0, 1_000.0, 1_000.0, &mut n);
+            c.planned(2.0, &at(1_000.0), 1, 1);
+            assert!(feed(&mut c, 2.0, 3.0, 1_500.0, 1_500.0, &mut n).is_empty());
+            let f = feed(&mut c, 3.0, 4.0, 2_500.0, 2_500.0, &mut n);
+            assert_eq!((f[0].0, f[0].1), (4.0, at(planned)));
+        }
         let bad = TriggerConfig { rise_for_s: 3.0, ..TriggerConfig::default() };
         let e = bad.validate().unwrap_err().to_string();
         assert!(e.contains("rise_for_s") && e.contains("change_for_s"), "{e}");

@@ -41,7 +41,10 @@ impl Autoscaler {
         let from = self.placement.workers;
         let stats = self.window_stats(p);
         let decision = match self.policy_decision(p, &stats, target) {
-            Ok(d) => self.meet_slo(p, &stats, d),
+            Ok(d) => {
+                let d = self.meet_measured_capacity(p, &stats, &trigger, d);
+                self.meet_slo(p, &stats, d)
+            }
             Err(e) => {
                 self.triggers.planned(now, &trigger, from, from);
                 return Step::Unchanged { trigger, why: Unchanged::NoDecision(e) };
@@ -127,6 +130,40 @@ impl Autoscaler {
             let input = self.history.mean_input_rate(self.cfg.triggers.change_for_s);
             Trigger { input_rate: input, target_rate: input, ..pending.trigger }
         })
+    }
+
+    /// On a saturated trigger with the CLASP policy: at least the workers the throughput the
+    /// saturated cluster completed says the target needs, ⌈from · target / throughput⌉ (up to
+    /// the worker limit). The capacity model sized the saturated configuration and is what
+    /// fell short; a second plan from it tends to fall short by as much again, so a rise would
+    /// be met one saturated step at a time.
+    fn meet_measured_capacity(
+        &mut self,
+        p: &Pipeline,
+        stats: &ObservedStats,
+        trigger: &Trigger,
+        decision: Decision,
+    ) -> Decision {
+        if trigger.reason != Reason::Saturated || self.cfg.policy != crate::Policy::Clasp {
+            return decision;
+        }
+        let from = self.placement.workers;
+        let Some(needed) = measured_workers(from, trigger.target_rate, stats.throughput) else {
+            return decision;
+        };
+        let needed = needed.min(self.cfg.plan.max_workers);
+        if needed <= decision.workers {
+            return decision;
+        }
+        let input = PlanInput {
+            pipeline: p,
+            stats,
+            target_rate: decision.requested_rate,
+            coefficients: self.coefficients(),
+            config: &self.cfg.plan,
+            current: Some(&self.placement),
+        };
+        crate::policy::clasp_on_workers(crate::Policy::Clasp, &input, needed).unwrap_or(decision)
     }
 
     /// With a latency SLO and the CLASP policy: CLASP's placement on the fewest workers, from
@@ -226,6 +263,16 @@ pub fn plan_rescale(
     let next = assign_keys_weighted(p, new, keys.groups, Some(keys), loads);
     let migration = plan_migration(p, current, keys, new, &next);
     (next, migration)
+}
+
+/// ⌈from · target / throughput⌉: the workers `target` needs if `from` workers complete
+/// `throughput` (none when they keep up or completed nothing).
+pub fn measured_workers(from: u32, target: f64, throughput: f64) -> Option<u32> {
+    if !(throughput.is_finite() && throughput > 0.0 && target.is_finite()) || throughput >= target {
+        return None;
+    }
+    let needed = (f64::from(from) * target / throughput).ceil();
+    Some(needed.min(f64::from(u32::MAX)) as u32)
 }
 
 /// Whether some operator's fraction on some worker differs by more than [`MIN_MOVE`].

@@ -28,7 +28,7 @@ mod recover;
 #[cfg(test)]
 mod tests;
 
-pub use decide::{MIN_MOVE, instances_changed, moved_enough, plan_rescale};
+pub use decide::{MIN_MOVE, instances_changed, measured_workers, moved_enough, plan_rescale};
 pub use history::Interval;
 pub use recover::{CheckpointEvery, MAX_BOUNDARY_DRAIN_S, MAX_POSTPONED_CADENCES, Recover};
 
