@@ -447,11 +447,9 @@ fn a_saturated_cluster_is_sized_by_the_throughput_it_completed() {
     // The model sized 3 workers for 2,000 requests/s; they complete 1,000 and report
     // saturation, so the target needs 3 · 2,000 / 1,000 = 6 of them, whatever the model says.
     let mut d = on_three(config(0));
-    let step = loop {
-        match d.until_step(2_000.0, 1_000.0, 20).expect("saturated") {
-            (_, Step::Rescale(r)) => break r,
-            (_, other) => panic!("expected a rescale, got {other:?}"),
-        }
+    let step = match d.until_step(2_000.0, 1_000.0, 20).expect("saturated") {
+        (_, Step::Rescale(r)) => r,
+        (_, other) => panic!("expected a rescale, got {other:?}"),
     };
     assert_eq!((step.reason, step.from, step.to), (Reason::Saturated, 3, 6));
     assert_eq!(measured_workers(3, 2_000.0, 1_000.0), Some(6));
