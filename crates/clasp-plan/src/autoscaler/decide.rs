@@ -155,14 +155,7 @@ impl Autoscaler {
         if needed <= decision.workers {
             return decision;
         }
-        let input = PlanInput {
-            pipeline: p,
-            stats,
-            target_rate: decision.requested_rate,
-            coefficients: self.coefficients(),
-            config: &self.cfg.plan,
-            current: Some(&self.placement),
-        };
+        let input = self.plan_input(p, stats, decision.requested_rate);
         crate::policy::clasp_on_workers(crate::Policy::Clasp, &input, needed).unwrap_or(decision)
     }
 
@@ -174,14 +167,7 @@ impl Autoscaler {
         if self.cfg.policy != crate::Policy::Clasp {
             return decision;
         }
-        let input = PlanInput {
-            pipeline: p,
-            stats,
-            target_rate: decision.requested_rate,
-            coefficients: self.coefficients(),
-            config: &self.cfg.plan,
-            current: Some(&self.placement),
-        };
+        let input = self.plan_input(p, stats, decision.requested_rate);
         crate::slo::fewest_workers_within(&input, decision, slo_ms)
     }
 

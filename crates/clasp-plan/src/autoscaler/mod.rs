@@ -427,6 +427,24 @@ impl Autoscaler {
         stats
     }
 
+    /// What a policy plans from: `stats` at `target_rate`, with this autoscaler's
+    /// coefficients, planning settings and running placement.
+    fn plan_input<'a>(
+        &'a self,
+        p: &'a Pipeline,
+        stats: &'a ObservedStats,
+        target_rate: f64,
+    ) -> PlanInput<'a> {
+        PlanInput {
+            pipeline: p,
+            stats,
+            target_rate,
+            coefficients: self.coefficients(),
+            config: &self.cfg.plan,
+            current: Some(&self.placement),
+        }
+    }
+
     /// Takes one interval and says what to do.
     pub fn step(&mut self, p: &Pipeline, interval: Interval) -> Step {
         for r in interval.reports.iter().filter(|r| r.saturated) {
@@ -513,14 +531,7 @@ impl Autoscaler {
                 rate,
             )
         };
-        let input = PlanInput {
-            pipeline: p,
-            stats: &stats,
-            target_rate: rate,
-            coefficients: self.coefficients(),
-            config: &self.cfg.plan,
-            current: Some(&self.placement),
-        };
+        let input = self.plan_input(p, &stats, rate);
         let decision = crate::policy::clasp_on_workers(Policy::Clasp, &input, workers)?;
         let placement = remap_workers(&self.placement, decision.placement);
         self.requested(p, placement, decision.target_rate)

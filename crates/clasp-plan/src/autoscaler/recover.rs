@@ -19,9 +19,9 @@
 //! owners with as few moves as the assignment allows.
 
 use super::{Autoscaler, Mode, Phase};
+use crate::Policy;
 use crate::error::PlanError;
 use crate::keys::{assign_keys, remap_workers};
-use crate::{PlanInput, Policy};
 use clasp_core::placement::{KeyAssignment, Placement};
 use clasp_core::{Pipeline, WorkerId};
 use serde::{Deserialize, Serialize};
@@ -227,14 +227,7 @@ impl Autoscaler {
         if stats.throughput <= 0.0 {
             return self.placement.clone();
         }
-        let input = PlanInput {
-            pipeline: p,
-            stats: &stats,
-            target_rate: stats.input_rate.max(stats.throughput),
-            coefficients: self.coefficients(),
-            config: &self.cfg.plan,
-            current: Some(&self.placement),
-        };
+        let input = self.plan_input(p, &stats, stats.input_rate.max(stats.throughput));
         match crate::policy::clasp_on_workers(self.cfg.policy, &input, workers) {
             Ok(d) if d.placement.workers == workers => remap_workers(&self.placement, d.placement),
             _ => self.placement.clone(),
