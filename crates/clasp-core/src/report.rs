@@ -96,6 +96,8 @@ pub struct WorkerReport {
     pub ops: Vec<OpReport>,
     /// Chained requests per stream (indexed by `StreamId`).
     pub edges: Vec<u64>,
+    /// Records those chained requests carried, per stream (indexed by `StreamId`).
+    pub edge_records: Vec<u64>,
     /// Whether the worker was saturated in the interval.
     pub saturated: bool,
     /// The planner's request number when asked for (`ReportNow`), 0 for periodic reports.
@@ -267,6 +269,7 @@ pub fn observe(p: &Pipeline, reports: &[&WorkerReport], w: &Window<'_>) -> Obser
     let n_ops = p.operators.len();
     let mut totals = vec![OpReport::default(); n_ops];
     let mut edges = vec![0u64; p.streams.len()];
+    let mut edge_records = vec![0u64; p.streams.len()];
     let mut keys = vec![0u64; n_ops];
     for r in reports {
         for (t, op) in totals.iter_mut().zip(&r.ops) {
@@ -278,6 +281,9 @@ pub fn observe(p: &Pipeline, reports: &[&WorkerReport], w: &Window<'_>) -> Obser
             t.touched += op.touched;
         }
         for (e, n) in edges.iter_mut().zip(&r.edges) {
+            *e += n;
+        }
+        for (e, n) in edge_records.iter_mut().zip(&r.edge_records) {
             *e += n;
         }
     }
@@ -303,6 +309,7 @@ pub fn observe(p: &Pipeline, reports: &[&WorkerReport], w: &Window<'_>) -> Obser
                 from: p.operator(a).name.clone(),
                 to: p.operator(b).name.clone(),
                 rate: edges[s.id.index()] as f64 / secs,
+                records_rate: edge_records[s.id.index()] as f64 / secs,
             }),
             _ => None,
         })
@@ -379,6 +386,7 @@ mod tests {
                 },
             ],
             edges: vec![0, 11 * processed],
+            edge_records: vec![0, 11 * processed],
             saturated,
             ..WorkerReport::default()
         }
@@ -401,7 +409,7 @@ mod tests {
         assert_eq!(s.operators[0].exec_time_us, 400.0);
         assert_eq!(s.operators[1].processed_rate, 3500.0);
         assert_eq!(s.operators[1].state_keys, 14);
-        assert_eq!(s.edges[0].rate, 7700.0 / 2.0);
+        assert_eq!((s.edges[0].rate, s.edges[0].records_rate), (7700.0 / 2.0, 7700.0 / 2.0));
         assert_eq!((s.input_rate, s.throughput, s.workers_used), (450.0, 400.0, 2));
         assert_eq!(s.workers.len(), 2);
         let w0 = &s.workers[0];

@@ -88,6 +88,8 @@ pub struct EdgeStats {
     pub to: String,
     /// Chained requests per second.
     pub rate: f64,
+    /// Records per second those requests carried (0 where not measured).
+    pub records_rate: f64,
 }
 
 /// One operator on one worker.
@@ -276,6 +278,7 @@ impl ObservedStats {
                     from: p.operator(s.from.operator()?).name.clone(),
                     to: p.operator(s.to.operator()?).name.clone(),
                     rate: stream_rate[s.id.index()],
+                    records_rate: stream_rate[s.id.index()],
                 })
             })
             .collect();

@@ -22,10 +22,14 @@ pub struct Edge {
 struct Observed {
     /// N_o (requests/s at Λ).
     processed: f64,
+    /// Records per second those requests carried (0 where not measured).
+    records: f64,
     /// τ̄_o (µs).
     exec_us: f64,
     /// E_{o→o_s} at Λ, in output-port order, operator successors only.
     edges: Vec<Edge>,
+    /// Records per second along each of `edges` (0 where not measured).
+    edge_records: Vec<f64>,
     /// Instances configured while observed.
     instances: u32,
 }
@@ -70,11 +74,13 @@ impl Projection {
         if !(stats.throughput.is_finite() && stats.throughput > 0.0) {
             return Err(PlanError::NoThroughput(stats.throughput));
         }
-        let observed = observe(p, stats, default_exec_us);
+        let mut observed = observe(p, stats, default_exec_us);
+        let observed_rate = entry_rate(p, &observed).unwrap_or(stats.throughput);
+        settle(p, &mut observed);
         let recorded: u32 = observed.iter().map(|o| o.instances).sum();
         let current = if recorded > 0 { recorded } else { fallback_instances };
         let mut proj = Self {
-            observed_rate: entry_rate(p, &observed).unwrap_or(stats.throughput),
+            observed_rate,
             target_rate,
             scale: 0.0,
             current_instances: current,
@@ -157,6 +163,7 @@ pub fn spec_observation(
         }
         for e in &mut stats.edges {
             e.rate *= f;
+            e.records_rate *= f;
         }
         stats.throughput = saturation;
     }
@@ -198,6 +205,48 @@ fn entry_rate(p: &Pipeline, observed: &[Observed]) -> Option<f64> {
     (rate.is_finite() && rate > 0.0).then_some(rate)
 }
 
+/// The operator and edge rates the entries' executions imply once every queue between
+/// operators is steady. Records, not requests, are followed along the chain: an operator
+/// receives the records its predecessors sent, as settled, plus those its sources fed it as
+/// executed, and its requests and outgoing edges scale with the ratio of those to the records it
+/// executed (requests are split when a migration re-routes them, records are not). In a steady
+/// window every ratio is 1. Where an operator lags its predecessors (saturated, a queue building
+/// in front of it) it executed fewer records than the entries' inputs imply, and where it drains
+/// a backlog more; Eq. 6's s·N_o would carry either difference to the target rate, sizing a
+/// rise observed on a saturated worker for the share the bottleneck managed to execute. Where
+/// some stream's records were not measured the observation stays as it is.
+fn settle(p: &Pipeline, observed: &mut [Observed]) {
+    let unmeasured =
+        |o: &Observed| o.edges.iter().zip(&o.edge_records).any(|(e, r)| e.rate > 0.0 && *r <= 0.0);
+    if observed.iter().any(unmeasured) {
+        return;
+    }
+    let mut arriving = vec![0.0; observed.len()];
+    for o in observed.iter() {
+        for (e, r) in o.edges.iter().zip(&o.edge_records) {
+            arriving[e.to.index()] += r;
+        }
+    }
+    let fed_by_source =
+        |o: OperatorId| p.inputs(o).iter().any(|s| p.stream(*s).from.operator().is_none());
+    for op in &p.operators {
+        let i = op.id.index();
+        arriving[i] =
+            if fed_by_source(op.id) { (observed[i].records - arriving[i]).max(0.0) } else { 0.0 };
+    }
+    for &o in p.topological_order() {
+        let ob = &mut observed[o.index()];
+        let scale = if ob.records > 0.0 { arriving[o.index()] / ob.records } else { 1.0 };
+        ob.processed *= scale;
+        ob.records *= scale;
+        for (e, r) in ob.edges.iter_mut().zip(&mut ob.edge_records) {
+            e.rate *= scale;
+            *r *= scale;
+            arriving[e.to.index()] += *r;
+        }
+    }
+}
+
 fn edge_sum(edges: &[Edge]) -> f64 {
     edges.iter().map(|e| e.rate).sum()
 }
@@ -207,25 +256,30 @@ fn edge_sum(edges: &[Edge]) -> f64 {
 fn observe(p: &Pipeline, stats: &ObservedStats, default_exec_us: f64) -> Vec<Observed> {
     let ops: HashMap<&str, usize> =
         stats.operators.iter().enumerate().map(|(i, o)| (o.name.as_str(), i)).collect();
-    let mut edge_rates: HashMap<(&str, &str), f64> = HashMap::new();
+    let mut edge_rates: HashMap<(&str, &str), (f64, f64)> = HashMap::new();
     for e in &stats.edges {
-        *edge_rates.entry((e.from.as_str(), e.to.as_str())).or_default() += e.rate;
+        let rates = edge_rates.entry((e.from.as_str(), e.to.as_str())).or_default();
+        rates.0 += e.rate;
+        rates.1 += e.records_rate;
     }
     p.operators
         .iter()
         .map(|op| {
             let seen = ops.get(op.name.as_str()).map(|&i| &stats.operators[i]);
-            let edges = p
+            let (edges, edge_records) = p
                 .successors(op.id)
                 .map(|to| {
                     let key = (op.name.as_str(), p.operator(to).name.as_str());
-                    Edge { to, rate: edge_rates.get(&key).copied().unwrap_or(0.0).max(0.0) }
+                    let (rate, records) = edge_rates.get(&key).copied().unwrap_or_default();
+                    (Edge { to, rate: rate.max(0.0) }, records.max(0.0))
                 })
-                .collect();
+                .unzip();
             Observed {
                 processed: seen.map_or(0.0, |s| s.processed_rate.max(0.0)),
+                records: seen.map_or(0.0, |s| s.records_rate.max(0.0)),
                 exec_us: seen.map_or(default_exec_us, |s| s.exec_time_us.max(0.0)),
                 edges,
+                edge_records,
                 instances: seen.map_or(0, |s| s.parallelism),
             }
         })
@@ -257,6 +311,7 @@ to = "b"
         let op = |name: &str, rate, exec, par| OperatorStats {
             name: name.into(),
             processed_rate: rate,
+            records_rate: rate,
             exec_time_us: exec,
             parallelism: par,
             ..OperatorStats::default()
@@ -265,7 +320,12 @@ to = "b"
             schema: STATS_SCHEMA.into(),
             throughput: 200.0,
             operators: vec![op("a", 200.0, 100.0, 3), op("b", 600.0, 50.0, 2)],
-            edges: vec![EdgeStats { from: "a".into(), to: "b".into(), rate: 600.0 }],
+            edges: vec![EdgeStats {
+                from: "a".into(),
+                to: "b".into(),
+                rate: 600.0,
+                records_rate: 600.0,
+            }],
             ..ObservedStats::default()
         }
     }
@@ -304,6 +364,41 @@ to = "b"
         let p2 = parse(&two, "c.toml").unwrap();
         let proj = Projection::new(&p2, &lagging, 500.0, 400.0, 1).unwrap();
         assert_eq!(proj.observed_rate, 200.0 / 3.0);
+    }
+
+    /// b executed half the records a sent it (saturated, a queue building), then one and a
+    /// half times as many (draining that queue), each in requests of another size (split by a
+    /// migration's re-routing): all project as the steady window does, from the records a sent
+    /// per record it executed.
+    #[test]
+    fn a_lagging_or_draining_operator_projects_at_the_rate_its_inputs_imply() {
+        let p = parse(CHAIN, "c.toml").unwrap();
+        let steady = Projection::new(&p, &stats(), 500.0, 400.0, 1).unwrap();
+        for (records, per_request) in [(300.0, 1.0), (900.0, 1.0), (300.0, 0.5), (900.0, 2.0)] {
+            let mut s = stats();
+            s.operators[1].records_rate = records;
+            s.operators[1].processed_rate = records / per_request;
+            s.operators[1].exec_time_us = 50.0 * per_request;
+            let proj = Projection::new(&p, &s, 500.0, 400.0, 1).unwrap();
+            let demand = proj.demand[1];
+            assert!((demand - steady.demand[1]).abs() < 1e-9 * demand, "{records}: {demand}");
+            assert_eq!(proj.edges, steady.edges);
+            assert_eq!(proj.rate[1] * per_request, steady.rate[1], "{records} records/s");
+        }
+        // Without records measured, the observation is taken as it is.
+        let mut s = stats();
+        s.operators[1].records_rate = 0.0;
+        s.operators[1].processed_rate = 300.0;
+        let proj = Projection::new(&p, &s, 500.0, 400.0, 1).unwrap();
+        assert_eq!(proj.rate[1], 750.0);
+        // a itself behind its source: Λ is what a executed, b follows a.
+        let mut s = stats();
+        s.operators[0].processed_rate = 100.0;
+        s.operators[0].records_rate = 100.0;
+        s.edges[0].rate = 300.0;
+        s.edges[0].records_rate = 300.0;
+        let proj = Projection::new(&p, &s, 500.0, 400.0, 1).unwrap();
+        assert_eq!((proj.observed_rate, proj.rate.clone()), (100.0, vec![500.0, 1500.0]));
     }
 
     #[test]

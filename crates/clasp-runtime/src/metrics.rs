@@ -48,6 +48,8 @@ pub struct ExecCounters {
     pub ops: Box<[OpCounters]>,
     /// Chained requests per stream.
     pub edges: Box<[AtomicU64]>,
+    /// Records those requests carried, per stream.
+    pub edge_records: Box<[AtomicU64]>,
     /// Chained requests dispatched to this worker.
     pub local: AtomicU64,
     /// Chained requests dispatched to other workers.
@@ -71,6 +73,7 @@ impl ExecCounters {
                 .collect(),
             ops: (0..ops).map(|_| OpCounters::default()).collect(),
             edges: (0..streams).map(|_| AtomicU64::new(0)).collect(),
+            edge_records: (0..streams).map(|_| AtomicU64::new(0)).collect(),
             local: AtomicU64::new(0),
             remote: AtomicU64::new(0),
             destinations: (0..workers.div_ceil(64).max(1)).map(|_| AtomicU64::new(0)).collect(),

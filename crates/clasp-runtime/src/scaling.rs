@@ -131,6 +131,9 @@ impl ScalingLoop {
                         "t = {t:.1} s: {} trigger: scale-in delayed",
                         trigger.reason.as_str()
                     ),
+                    Unchanged::SaturatedScaleIn => tracing::debug!(
+                        "t = {t:.1} s: saturated trigger asking for fewer workers: no scale-in"
+                    ),
                 }
                 Ok(None)
             }

@@ -51,6 +51,11 @@ impl Autoscaler {
             }
         };
         let to = decision.workers;
+        if trigger.reason == Reason::Saturated && to < from {
+            // Not counted as planned: the rate the configuration was sized for stays, and a
+            // fall from it fires its own trigger.
+            return Step::Unchanged { trigger, why: Unchanged::SaturatedScaleIn };
+        }
         if to >= from {
             self.pending_scale_in = None;
         } else if let Some(why) = self.holds_scale_in(&decision, from, trigger) {

@@ -245,6 +245,10 @@ pub enum Unchanged {
     },
     /// A scale-in waits for its delay; it goes ahead if still decided then.
     Delayed,
+    /// A saturated trigger led to fewer workers: saturation says the running workers fall
+    /// short, so the fewer the model asks for belong to a fall of the rate (or a drain in the
+    /// window), which a rate-change trigger meets with its own hysteresis.
+    SaturatedScaleIn,
 }
 
 /// What to do after an interval.

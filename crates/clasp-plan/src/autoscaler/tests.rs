@@ -39,6 +39,11 @@ impl Driver {
     /// One second with `input` requests/s arriving and `done` completing, spread evenly over
     /// the running workers; saturated when `done < input`.
     fn second(&mut self, input: f64, done: f64) -> Step {
+        self.second_saturated(input, done, done < input)
+    }
+
+    /// One second as [`Self::second`], the workers saturated or not as told.
+    fn second_saturated(&mut self, input: f64, done: f64, saturated: bool) -> Step {
         self.t += 1.0;
         self.requests += input as u64;
         let workers = self.scaler.placement().workers;
@@ -57,11 +62,11 @@ impl Driver {
                     worker: WorkerId(w),
                     interval_s: 1.0,
                     slots: 10,
-                    queue: if done < input { 1000.0 } else { 1.0 },
+                    queue: if saturated { 1000.0 } else { 1.0 },
                     local: per_worker,
                     ops: vec![op.clone(), op],
                     edges: vec![per_worker, per_worker],
-                    saturated: done < input,
+                    saturated,
                     ..WorkerReport::default()
                 }
             })
@@ -408,7 +413,7 @@ fn skewed_key_groups_are_rebalanced_on_the_same_workers() {
                     ..OpReport::default()
                 },
             ],
-            edges: vec![800, 800],
+            edges: vec![400, 400],
             saturated: w == 0,
             ..WorkerReport::default()
         };
@@ -456,4 +461,28 @@ fn a_saturated_cluster_is_sized_by_the_throughput_it_completed() {
     assert_eq!(measured_workers(3, 2_000.0, 2_000.0), None, "it keeps up");
     assert_eq!(measured_workers(3, 2_000.0, 0.0), None, "nothing completed");
     assert_eq!(measured_workers(2, 1_001.0, 1_000.0), Some(3), "rounded up");
+}
+
+#[test]
+fn a_saturated_trigger_never_scales_in() {
+    // Three workers drain a backlog (saturated, completing more than arrives) after the rate
+    // fell to what one worker holds: the saturated trigger's plan is fewer workers, which is
+    // not made; the rate-change trigger that follows scales in.
+    let mut cfg = AutoscalerConfig { scale_in_delay_s: 0.0, ..config(0) };
+    cfg.triggers.saturated_for_s = 1.0;
+    cfg.triggers.cooldown_s = 0.0;
+    let mut d = on_three(cfg);
+    let mut saturated = None;
+    for _ in 0..3 {
+        if let Step::Unchanged { trigger, why } = d.second_saturated(300.0, 1_000.0, true) {
+            saturated = Some((trigger.reason, why));
+            break;
+        }
+    }
+    assert_eq!(saturated, Some((Reason::Saturated, Unchanged::SaturatedScaleIn)));
+    assert_eq!(d.scaler.placement().workers, 3);
+    let (_, step) = d.until_step(300.0, 300.0, 10).expect("the rate fell");
+    let Step::Rescale(r) = step else { panic!("{step:?}") };
+    assert_eq!((r.reason, r.from), (Reason::RateChange, 3));
+    assert!(r.to < 3, "{} workers", r.to);
 }

@@ -216,7 +216,7 @@ to = "d"
     }
 
     fn edge(from: &str, to: &str, rate: f64) -> EdgeStats {
-        EdgeStats { from: from.into(), to: to.into(), rate }
+        EdgeStats { from: from.into(), to: to.into(), rate, ..EdgeStats::default() }
     }
 
     /// Observed at Λ = 100/s: a emits 3 per request to b and 1 to c; b passes half on.

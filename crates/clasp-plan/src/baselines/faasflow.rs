@@ -287,8 +287,12 @@ to = "c"
             exec_time_us: 1000.0,
             ..OperatorStats::default()
         };
-        let edge =
-            |from: &str, to: &str, rate| EdgeStats { from: from.into(), to: to.into(), rate };
+        let edge = |from: &str, to: &str, rate| EdgeStats {
+            from: from.into(),
+            to: to.into(),
+            rate,
+            ..EdgeStats::default()
+        };
         ObservedStats {
             throughput: 100.0,
             input_rate: 100.0,

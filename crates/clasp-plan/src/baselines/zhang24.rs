@@ -310,7 +310,12 @@ to = "b"
             throughput: 1000.0,
             input_rate: 1000.0,
             operators: vec![op("a"), op("b")],
-            edges: vec![EdgeStats { from: "a".into(), to: "b".into(), rate: 1000.0 }],
+            edges: vec![EdgeStats {
+                from: "a".into(),
+                to: "b".into(),
+                rate: 1000.0,
+                ..EdgeStats::default()
+            }],
             ..ObservedStats::default()
         }
     }

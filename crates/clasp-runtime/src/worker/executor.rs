@@ -296,6 +296,7 @@ impl Outbox {
         for ((w, stream, mut req), share) in children.drain(..).zip(shares) {
             req.credit = share;
             bump(&self.counters.edges[stream.index()], 1);
+            bump(&self.counters.edge_records[stream.index()], req.batch.len() as u64);
             if w == me {
                 local += 1;
                 self.local.push(req);

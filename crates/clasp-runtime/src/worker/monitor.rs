@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 struct Totals {
     ops: Vec<[u64; 7]>,
     edges: Vec<u64>,
+    edge_records: Vec<u64>,
     local: u64,
     remote: u64,
     /// Per operator, records per key group.
@@ -25,6 +26,7 @@ fn totals(shared: &WorkerShared) -> Totals {
     let mut t = Totals {
         ops: vec![[0; 7]; n_ops],
         edges: vec![0; shared.pipeline.streams.len()],
+        edge_records: vec![0; shared.pipeline.streams.len()],
         groups: shared
             .counters
             .first()
@@ -52,6 +54,9 @@ fn totals(shared: &WorkerShared) -> Totals {
             }
         }
         for (acc, e) in t.edges.iter_mut().zip(c.edges.iter()) {
+            *acc += e.load(Ordering::Relaxed);
+        }
+        for (acc, e) in t.edge_records.iter_mut().zip(c.edge_records.iter()) {
             *acc += e.load(Ordering::Relaxed);
         }
         t.local += c.local.load(Ordering::Relaxed);
@@ -161,6 +166,7 @@ fn build(
         remote: now.remote - prev.remote,
         destinations: take_destinations(shared),
         edges: now.edges.iter().zip(&prev.edges).map(|(a, b)| a - b).collect(),
+        edge_records: now.edge_records.iter().zip(&prev.edge_records).map(|(a, b)| a - b).collect(),
         ops,
         saturated: false,
         requested: 0,

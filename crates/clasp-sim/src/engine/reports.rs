@@ -131,6 +131,8 @@ impl Simulation<'_> {
             destinations: c.destination_count(),
             ops,
             edges: c.edges.clone(),
+            // A simulated request stands for one record, as in `records` above.
+            edge_records: c.edges.clone(),
             saturated: false,
             requested: 0,
         };
