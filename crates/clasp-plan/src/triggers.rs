@@ -40,9 +40,10 @@ pub struct TriggerConfig {
     pub change: f64,
     /// Paper rule: how long the change must persist.
     pub change_for_s: f64,
-    /// How long a rise of the input rate must persist (at most `change_for_s`; the same by
-    /// default). Shorter meets a rise sooner than a fall: the backlog a rise builds grows for
-    /// every second it waits, while a fall only leaves workers idle.
+    /// How long a rise of the input rate must persist (at most `change_for_s`; half of it by
+    /// default, all of it in the paper's setup). Shorter meets a rise sooner than a fall: the
+    /// backlog a rise builds grows for every second it waits, while a fall only leaves workers
+    /// idle.
     pub rise_for_s: f64,
     /// A rise plans for the newest interval's rate, not the window's mean (the paper's): the
     /// window's older intervals straddle the jump, and a plan for their mean is a step short.
@@ -79,7 +80,7 @@ impl Default for TriggerConfig {
             rule: TriggerRule::Paper,
             change: 0.10,
             change_for_s: 2.0,
-            rise_for_s: 2.0,
+            rise_for_s: 1.0,
             rise_at_newest_rate: true,
             lag: 0.05,
             lag_for_s: 3.0,
@@ -509,11 +510,14 @@ mod tests {
         assert!(feed(&mut c, 3.0, 4.0, 1_000.0, 1_000.0, &mut n).is_empty(), "a fall waits");
         let f = feed(&mut c, 4.0, 6.0, 1_000.0, 1_000.0, &mut n);
         assert_eq!((f[0].0, f[0].1), (5.0, at(1_000.0)));
-        // The paper's text: 2 s both ways, planned for the window's mean; the default waits
-        // 2 s as well but plans for the newest interval's rate.
+        // The paper's text: 2 s both ways, planned for the window's mean; the default, waiting
+        // 2 s as well, plans for the newest interval's rate.
         for (cfg, planned) in [
             (paper(0), 2_000.0),
-            (TriggerConfig { catch_up_s: 0.0, ..TriggerConfig::default() }, 2_500.0),
+            (
+                TriggerConfig { catch_up_s: 0.0, rise_for_s: 2.0, ..TriggerConfig::default() },
+                2_500.0,
+            ),
         ] {
             let mut c = Triggers::new(cfg);
             let mut n = 0;
@@ -608,7 +612,7 @@ mod tests {
         c.planned(2.0, &at(400.0), 1, 1);
         let f = feed_with(&mut c, 2.0, 8.0, 1_000.0, 400.0, 6_000.0, true, &mut n);
         let (t, lag) = f[0];
-        assert_eq!((t, lag.reason), (4.0, Reason::RateChange));
+        assert_eq!((t, lag.reason), (3.0, Reason::RateChange), "a rise is met after 1 s");
         assert_eq!((lag.input_rate, lag.target_rate), (1_000.0, 1_600.0));
         c.planned(t, &lag, 1, 4);
         // Draining: throughput above the input, the backlog falling; no trigger.
