@@ -510,8 +510,8 @@ mod tests {
         assert!(feed(&mut c, 3.0, 4.0, 1_000.0, 1_000.0, &mut n).is_empty(), "a fall waits");
         let f = feed(&mut c, 4.0, 6.0, 1_000.0, 1_000.0, &mut n);
         assert_eq!((f[0].0, f[0].1), (5.0, at(1_000.0)));
-        // The paper's text: 2 s both ways, planned for the window's mean; the default, waiting
-        // 2 s as well, plans for the newest interval's rate.
+        // The paper's text: 2 s both ways, planned for the window's mean; the default, with its
+        // rise window widened to the same 2 s, plans for the newest interval's rate.
         for (cfg, planned) in [
             (paper(0), 2_000.0),
             (
