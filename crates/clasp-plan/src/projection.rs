@@ -401,6 +401,39 @@ to = "b"
         assert_eq!((proj.observed_rate, proj.rate.clone()), (100.0, vec![500.0, 1500.0]));
     }
 
+    /// a sends every record to both b and c (two output streams), b lags and c drains: each
+    /// follows its own stream's records, independently of the other.
+    #[test]
+    fn each_branch_of_a_fork_follows_its_own_stream() {
+        let fork =
+            format!("{CHAIN}[[operator]]\nname = \"c\"\n[[stream]]\nfrom = \"a\"\nto = \"c\"\n");
+        let p = parse(&fork, "f.toml").unwrap();
+        let op = |name: &str, rate: f64| OperatorStats {
+            name: name.into(),
+            processed_rate: rate,
+            records_rate: rate,
+            exec_time_us: 10.0,
+            ..OperatorStats::default()
+        };
+        let edge = |to: &str, rate: f64| EdgeStats {
+            from: "a".into(),
+            to: to.into(),
+            rate,
+            records_rate: rate,
+        };
+        let stats = |b: f64, c: f64| ObservedStats {
+            schema: STATS_SCHEMA.into(),
+            throughput: 100.0,
+            operators: vec![op("a", 100.0), op("b", b), op("c", c)],
+            edges: vec![edge("b", 100.0), edge("c", 100.0)],
+            ..ObservedStats::default()
+        };
+        let steady = Projection::new(&p, &stats(100.0, 100.0), 300.0, 1.0, 1).unwrap();
+        assert_eq!(steady.rate, [300.0, 300.0, 300.0]);
+        let uneven = Projection::new(&p, &stats(50.0, 170.0), 300.0, 1.0, 1).unwrap();
+        assert_eq!(uneven, steady);
+    }
+
     #[test]
     fn missing_operators_and_edges_default() {
         let p = parse(CHAIN, "c.toml").unwrap();
