@@ -194,8 +194,7 @@ fn entry_rate(p: &Pipeline, observed: &[Observed]) -> Option<f64> {
         let entries: Vec<OperatorId> =
             p.source_outputs(source.id).iter().filter_map(|s| p.stream(*s).to.operator()).collect();
         for &o in &entries {
-            let fed = p.inputs(o).iter().filter(|s| p.stream(**s).from.operator().is_none());
-            if fed.count() > 1 {
+            if source_streams(p, o) > 1 {
                 return None;
             }
             let executed = (observed[o.index()].processed - from_operators[o.index()]).max(0.0);
@@ -227,16 +226,18 @@ fn settle(p: &Pipeline, observed: &mut [Observed]) {
             arriving[e.to.index()] += r;
         }
     }
-    let fed_by_source =
-        |o: OperatorId| p.inputs(o).iter().any(|s| p.stream(*s).from.operator().is_none());
+    // From here on, the records each operator's sources fed it; predecessors add theirs, as
+    // settled, in topological order.
     for op in &p.operators {
         let i = op.id.index();
-        arriving[i] =
-            if fed_by_source(op.id) { (observed[i].records - arriving[i]).max(0.0) } else { 0.0 };
+        let fed = source_streams(p, op.id) > 0;
+        arriving[i] = if fed { (observed[i].records - arriving[i]).max(0.0) } else { 0.0 };
     }
     for &o in p.topological_order() {
         let ob = &mut observed[o.index()];
-        let scale = if ob.records > 0.0 { arriving[o.index()] / ob.records } else { 1.0 };
+        let scale = arriving[o.index()] / ob.records;
+        // Nothing executed (or records beyond f64's range): the observation stays.
+        let scale = if ob.records > 0.0 && scale.is_finite() { scale } else { 1.0 };
         ob.processed *= scale;
         ob.records *= scale;
         for (e, r) in ob.edges.iter_mut().zip(&mut ob.edge_records) {
@@ -245,6 +246,11 @@ fn settle(p: &Pipeline, observed: &mut [Observed]) {
             arriving[e.to.index()] += *r;
         }
     }
+}
+
+/// Streams from sources into operator `o`.
+fn source_streams(p: &Pipeline, o: OperatorId) -> usize {
+    p.inputs(o).iter().filter(|s| p.stream(**s).from.operator().is_none()).count()
 }
 
 fn edge_sum(edges: &[Edge]) -> f64 {
