@@ -2,11 +2,12 @@
 //! or throughput stayed below the input rate for 3 s), the reference implementation's rule as
 //! an option (the rate moved more than 20 % and stayed within 20 % of its new value for 5 s,
 //! plus a periodic check every 10 s), a warm-up before the first decision, and a cooldown
-//! that holds back a decision returning to the previous configuration (no flapping).
+//! that holds back a scale-in returning to the previous configuration (no flapping).
 //!
 //! Beyond the paper, so that a jump of the load is met at once and its backlog drained quickly:
 //! the warm-up is measured in time as well as in requests (the paper's 10,000 requests stay
-//! available, [`TriggerConfig::paper`]); a worker reporting saturation for 2 s fires a trigger
+//! available, [`TriggerConfig::paper`]) and its time is cut short by an interval that finds
+//! the cluster behind; a worker reporting saturation for 2 s fires a trigger
 //! without waiting for throughput to fall behind; every trigger plans for the input rate plus
 //! the backlog drained within a catch-up time (as the Flink autoscaler's `catch-up.duration`),
 //! and once a backlog-sized configuration has drained it, a `caught-up` trigger plans for the
@@ -63,14 +64,16 @@ pub struct TriggerConfig {
     pub reference_period_s: f64,
     /// Input requests before the first decision.
     pub warmup_requests: u64,
-    /// Seconds before the first decision (both this and `warmup_requests` must have passed).
+    /// Seconds before the first decision (both this and `warmup_requests` must have passed),
+    /// unless an interval finds the cluster behind sooner: some worker saturated, or
+    /// throughput below `(1 − lag) ×` the input rate.
     pub warmup_s: f64,
     /// A backlog is planned to drain within this time: a trigger's target is the input rate
     /// plus backlog / `catch_up_s` (0: the input rate alone, as in the paper).
     pub catch_up_s: f64,
     /// A backlog below this many seconds of input counts as drained.
     pub drained_s: f64,
-    /// A decision back to the previous worker count within this time is held back.
+    /// A scale-in back to the previous worker count within this time is held back.
     pub cooldown_s: f64,
 }
 
@@ -223,6 +226,9 @@ pub struct Sample {
     pub saturated: bool,
     /// Input requests waiting at the end of the interval: queued at the planner or in flight.
     pub backlog: f64,
+    /// Whether some worker reported for the interval (before the first reports, throughput
+    /// says nothing about the cluster's capacity).
+    pub reported: bool,
 }
 
 /// The trigger state machine.
@@ -270,7 +276,15 @@ impl Triggers {
         }
         if !self.warmed_up {
             let c = &self.config;
-            if s.requests < c.warmup_requests || s.t < c.warmup_s - 1e-9 || s.input_rate <= 0.0 {
+            // A cluster already falling behind ends the warm-up's time at once: every second
+            // it waits adds a second of backlog. Its request count is waited for regardless.
+            let behind = s.reported
+                && s.throughput > 0.0
+                && (s.saturated || s.throughput < (1.0 - c.lag) * s.input_rate);
+            if s.requests < c.warmup_requests
+                || (s.t < c.warmup_s - 1e-9 && !behind)
+                || s.input_rate <= 0.0
+            {
                 return None;
             }
             self.warmed_up = true;
@@ -381,15 +395,18 @@ impl Triggers {
     }
 
     /// Whether a change from `from` to `to` workers for `target` requests/s may go ahead at
-    /// time `t`: it is held back within the cooldown after the last change when it undoes that
-    /// change, or when it only re-places the same workers for about the same target (within
-    /// the rate-change threshold: the window then still shows the migration's transient and
-    /// the backlog being drained, not a new rate).
+    /// time `t`: within the cooldown after the last change it is held back when it scales in
+    /// back to where that change started, or when it only re-places the same workers for about
+    /// the same target (within the rate-change threshold: the window then still shows the
+    /// migration's transient and the backlog being drained, not a new rate). A scale-out is
+    /// never held back, as the Flink autoscaler's grace period holds back only scale-downs: a
+    /// rise after a scale-in is the load coming back, and its backlog grows while it waits.
     pub fn admits(&self, t: f64, from: u32, to: u32, target: f64) -> bool {
         match self.last_change {
             Some((at, before, after, for_rate)) if t - at < self.config.cooldown_s => {
                 let same_rate = (target - for_rate).abs() <= self.config.change * for_rate;
-                !(after == from && (before == to || (from == to && same_rate)))
+                let undoes = before == to && to < from;
+                !(after == from && (undoes || (from == to && same_rate)))
             }
             _ => true,
         }
@@ -445,6 +462,7 @@ mod tests {
                 interval: 1.0,
                 saturated,
                 backlog,
+                reported: true,
             };
             if let Some(tr) = c.observe(s) {
                 fired.push((t, tr));
@@ -572,6 +590,34 @@ mod tests {
         assert!(c.admits(15.0, 3, 3, 1_200.0), "the same workers re-placed for a new rate");
         assert!(c.admits(21.0, 3, 1, 1_000.0), "after the cooldown");
         assert!(c.admits(21.0, 3, 3, 1_000.0));
+        c.planned(30.0, &at(1_000.0), 3, 1);
+        assert!(c.admits(31.0, 1, 3, 3_000.0), "a scale-out undoing a scale-in is never held");
+        assert!(
+            !c.admits(31.0, 1, 1, 1_050.0),
+            "re-placing the same workers for the same rate still is"
+        );
+    }
+
+    #[test]
+    fn a_cluster_falling_behind_ends_the_warm_up_at_once() {
+        for (done, saturated, fires_at) in
+            [(400.0, false, Some(1.0)), (990.0, true, Some(1.0)), (990.0, false, Some(2.0))]
+        {
+            let mut c = Triggers::new(TriggerConfig::default());
+            let mut n = 0;
+            let f = feed_with(&mut c, 0.0, 3.0, 1_000.0, done, 0.0, saturated, &mut n);
+            assert_eq!(f.first().map(|f| f.0), fires_at, "done {done}, saturated {saturated}");
+            assert_eq!(f[0].1.reason, Reason::WarmedUp);
+        }
+        // Nothing completed yet says nothing about capacity; the paper's setup waits for its
+        // request count whatever the intervals show.
+        let mut c = Triggers::new(TriggerConfig::default());
+        let mut n = 0;
+        assert!(feed_with(&mut c, 0.0, 1.0, 1_000.0, 0.0, 0.0, true, &mut n).is_empty());
+        let mut c = Triggers::new(paper(5_000));
+        let mut n = 0;
+        let f = feed_with(&mut c, 0.0, 9.0, 1_000.0, 400.0, 0.0, true, &mut n);
+        assert_eq!(f[0].0, 5.0);
     }
 
     #[test]

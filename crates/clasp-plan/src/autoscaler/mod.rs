@@ -463,6 +463,7 @@ impl Autoscaler {
             interval: interval.interval_s,
             saturated: interval.reports.iter().any(|r| r.saturated),
             backlog: interval.backlog,
+            reported: !interval.reports.is_empty(),
         };
         let keep = self.cfg.window_s + interval.interval_s.max(1.0);
         self.history.push(interval, &self.placement, keep);

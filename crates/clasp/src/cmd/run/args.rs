@@ -96,7 +96,8 @@ pub struct Args {
     /// Input requests before the first scaling decision (the paper's setup: 10000).
     #[arg(long, default_value_t = 0, help_heading = "Triggers")]
     pub warmup: u64,
-    /// Time before the first scaling decision.
+    /// Time before the first scaling decision, cut short by an interval in which some worker
+    /// is saturated or throughput falls 5 % behind the input rate.
     #[arg(long, default_value = "2s", value_parser = crate::cmd::duration::parse_or_zero, help_heading = "Triggers")]
     pub warmup_time: Duration,
     /// A rise of the input rate (more than 10 % above the rate last planned for) is acted on
@@ -111,8 +112,8 @@ pub struct Args {
     /// A scale-in goes ahead only if it is still decided this long after it first was.
     #[arg(long, default_value = "2s", value_parser = crate::cmd::duration::parse_or_zero, help_heading = "Triggers")]
     pub scale_in_delay: Duration,
-    /// Seconds after a rescale during which a decision undoing it, or re-placing the same
-    /// workers for about the same rate, is held back.
+    /// Seconds after a rescale during which a scale-in undoing it, or a re-placement of the
+    /// same workers for about the same rate, is held back (a scale-out never is).
     #[arg(long, default_value_t = 10.0, help_heading = "Triggers")]
     pub cooldown: f64,
     /// Rescales to make whatever the policy decides: `REQUESTS:WORKERS`, comma-separated, e.g.
