@@ -114,7 +114,9 @@ impl Autoscaler {
             self.pending_scale_in = None;
             return Some(Unchanged::Hysteresis { utilization, gain });
         }
-        if self.cfg.scale_in_delay_s <= 0.0 {
+        // The step back from a configuration sized for a backlog is planned: it was decided
+        // when the backlog was, and waiting only keeps the extra workers.
+        if self.cfg.scale_in_delay_s <= 0.0 || trigger.reason == Reason::CaughtUp {
             return None;
         }
         match self.pending_scale_in {

@@ -25,6 +25,8 @@ struct Driver {
     p: Pipeline,
     t: f64,
     requests: u64,
+    /// Input requests waiting at the end of each interval.
+    backlog: f64,
 }
 
 impl Driver {
@@ -33,7 +35,7 @@ impl Driver {
         let placement = Placement::single_worker(&p, &[4, 4]);
         let keys = assign_keys(&p, &placement, 64, None);
         let scaler = Autoscaler::new(cfg, &p, placement, keys, 1).unwrap();
-        Self { scaler, p, t: 0.0, requests: 0 }
+        Self { scaler, p, t: 0.0, requests: 0, backlog: 0.0 }
     }
 
     /// One second with `input` requests/s arriving and `done` completing, spread evenly over
@@ -78,7 +80,7 @@ impl Driver {
             throughput: done,
             requests: self.requests,
             planner_queue: 0.0,
-            backlog: 0.0,
+            backlog: self.backlog,
             workers,
             reports,
         };
@@ -339,6 +341,22 @@ fn a_scale_in_waits_for_its_delay_and_goes_ahead_if_still_wanted() {
     assert_eq!(due, t + 4.0);
     let Step::Rescale(r) = step else { panic!("{step:?}") };
     assert_eq!((r.from, r.to), (3, workers_for(1_000.0, d.scaler.config())));
+}
+
+#[test]
+fn the_step_back_from_a_drained_backlog_does_not_wait_for_the_scale_in_delay() {
+    let mut d = Driver::new(AutoscalerConfig { scale_in_delay_s: 4.0, ..config(0) });
+    // 10,000 inputs waiting, drained within the catch-up time of 10 s: 1,000 requests/s more.
+    d.backlog = 10_000.0;
+    let Some((_, Step::Rescale(up))) = d.until_step(1_500.0, 1_000.0, 5) else { panic!() };
+    assert_eq!(up.target_rate, 2_500.0);
+    assert!(up.to >= workers_for(2_500.0, d.scaler.config()), "{} workers", up.to);
+    d.scaler.rescaled(d.t);
+    d.backlog = 0.0;
+    let (_, step) = d.until_step(1_500.0, 1_500.0, 5).expect("caught up");
+    let Step::Rescale(down) = step else { panic!("{step:?}") };
+    assert_eq!(down.reason, Reason::CaughtUp);
+    assert_eq!((down.from, down.to), (up.to, workers_for(1_500.0, d.scaler.config())));
 }
 
 #[test]

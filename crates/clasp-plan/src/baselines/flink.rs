@@ -48,8 +48,8 @@
 //! decisions after a rescale) and `scale-down.interval` (a scale-down waits 1 h, then takes the
 //! largest parallelism recommended meanwhile) need memory across decisions, which a policy
 //! here does not keep: the state machine's window, which never reaches back past the last
-//! rescale, and its cooldown, which holds back a return to the previous worker count, stand in
-//! for them. The cluster has `max_workers` workers: where Flink's resource check would veto a
+//! rescale, and its cooldown, which holds back a scale-in back to the previous worker count,
+//! stand in for them. The cluster has `max_workers` workers: where Flink's resource check would veto a
 //! scaling beyond the cluster, every parallelism is capped at the slots it has.
 
 use super::busy::{OperatorBusy, busy_times};
