@@ -85,20 +85,18 @@ impl Packer<'_> {
         Ok(state.into_placement())
     }
 
-    /// CLASP's placement spread over `n` workers (for the "-SP" ablations, which take their
-    /// worker count from a baseline).
+    /// The packing spread over `n` workers: CLASP's placement once its worker count is known
+    /// (and the "-SP" ablations', which take the count from a baseline).
     ///
     /// Rule: the smallest per-worker budget (≤ the real one) at which the packing still fits in
     /// `n` workers, found by bisection to within 10⁻⁴ of the budget. Lowering the budget spreads
     /// the load over more workers, and the smallest budget that fits spreads it as evenly as the
-    /// packing allows, so every worker ends up nearly equally loaded. The result uses `n`
-    /// workers unless fewer already fit at that budget; it fails with `WorkerLimit` when `n`
-    /// workers cannot hold the load even at the full budget.
+    /// packing allows, so every worker ends up nearly equally loaded: packed at the full budget,
+    /// every worker but the last runs at the budget and the slack is all on the last, where a
+    /// load above the estimate (a hot key group, a rise before its trigger) finds none. It
+    /// fails with `WorkerLimit` when `n` workers cannot hold the load even at the full budget.
     pub fn pack_into(&self, n: u32) -> Result<Placement, PackError> {
         let mut best = self.pack(n)?;
-        if best.workers >= n {
-            return Ok(best);
-        }
         let (mut lo, mut hi) = (0.0, self.budget);
         while hi - lo > BUDGET_TOLERANCE * self.budget {
             let mid = 0.5 * (lo + hi);

@@ -306,8 +306,9 @@ fn baseline(
     Ok(Decision::new(policy, input, &proj, order, placement))
 }
 
-/// CLASP: pack at the target rate within the worker limit; if it does not fit, the highest
-/// rate that does (binary search, cached); then parallelism by Eq. 10–11.
+/// CLASP: pack at the target rate within the worker limit (Eq. 8, reverse topological), then
+/// spread the load evenly over the workers that took ([`Packer::pack_into`]); if it does not
+/// fit, the highest rate that does (binary search, cached); then parallelism by Eq. 10–11.
 fn clasp(
     policy: Policy,
     input: &PlanInput<'_>,
@@ -316,8 +317,12 @@ fn clasp(
     let proj = input.projection()?;
     let order = placement_order(input.pipeline, &proj);
     let max = input.config.max_workers;
-    match input.packer(&proj, &order).pack(max) {
-        Ok(placement) => Ok(finish(policy, input, &proj, order, placement)),
+    let packer = input.packer(&proj, &order);
+    match packer.pack(max) {
+        Ok(packed) => {
+            let placement = packer.pack_into(packed.workers).unwrap_or(packed);
+            Ok(finish(policy, input, &proj, order, placement))
+        }
         Err(PackError::BadOrder) => Err(PackError::BadOrder.into()),
         Err(_) => {
             let search = rate_search(input, &proj, &order, max);

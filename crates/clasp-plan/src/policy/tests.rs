@@ -78,6 +78,26 @@ fn clasp_fits_within_budget_and_static_keeps_it() {
 }
 
 #[test]
+fn clasp_spreads_the_load_over_the_workers_the_packing_needs() {
+    let p = spec("wc.toml");
+    let stats = ObservedStats::from_spec(&p, 500.0, 400.0);
+    let cfg = PlanConfig::default();
+    let inp = input(&p, &stats, 500.0, &cfg);
+    let d = Policy::Clasp.decide(&inp).unwrap();
+    // The worker count is Eq. 8's packing at the full budget, which leaves its slack on the
+    // last worker; the decision spreads it.
+    let proj = inp.projection().unwrap();
+    let packed = inp.packer(&proj, &d.order).pack(cfg.max_workers).unwrap();
+    assert_eq!(d.workers, packed.workers);
+    let packed_loads = placement_loads(&proj, &packed, &inp.coefficients, BUDGET);
+    let least = |l: &[WorkerLoad]| l.iter().map(|l| l.load).fold(f64::INFINITY, f64::min);
+    assert!(least(&packed_loads) < 0.5 * BUDGET, "{packed_loads:?}");
+    let mean = d.loads.iter().map(|l| l.load).sum::<f64>() / f64::from(d.workers);
+    assert!(d.max_load() <= BUDGET * (1.0 + 1e-9));
+    assert!(d.max_load() - least(&d.loads) < 0.1 * mean, "{:?}", d.loads);
+}
+
+#[test]
 fn clasp_at_the_worker_limit_finds_the_highest_rate() {
     let p = spec("wc.toml");
     let stats = ObservedStats::from_spec(&p, 1e6, 400.0);
