@@ -99,7 +99,7 @@ impl Default for TriggerConfig {
             reference_period_s: 10.0,
             warmup_requests: 0,
             warmup_s: 2.0,
-            catch_up_s: 10.0,
+            catch_up_s: 2.0,
             drained_s: 0.2,
             cooldown_s: 10.0,
         }
@@ -682,12 +682,12 @@ mod tests {
         feed(&mut c, 0.0, 2.0, 500.0, 500.0, &mut n);
         c.planned(2.0, &at(500.0), 1, 1);
         // Throughput keeps up (within 5 %), but a worker's queue and wait are over their
-        // thresholds: two such intervals fire, with the backlog drained within 10 s planned for.
+        // thresholds: two such intervals fire, with the backlog drained within 2 s planned for.
         let f = feed_with(&mut c, 2.0, 6.0, 500.0, 490.0, 2_000.0, true, &mut n);
         assert_eq!(f[0].0, 4.0);
         assert_eq!(
             f[0].1,
-            Trigger { reason: Reason::Saturated, input_rate: 500.0, target_rate: 700.0 }
+            Trigger { reason: Reason::Saturated, input_rate: 500.0, target_rate: 1_500.0 }
         );
         let paper = TriggerConfig { warmup_requests: 0, ..TriggerConfig::paper() };
         let mut c = Triggers::new(paper);
@@ -705,7 +705,7 @@ mod tests {
         let f = feed_with(&mut c, 2.0, 8.0, 1_000.0, 400.0, 6_000.0, true, &mut n);
         let (t, lag) = f[0];
         assert_eq!((t, lag.reason), (3.0, Reason::RateChange), "a rise is met after 1 s");
-        assert_eq!((lag.input_rate, lag.target_rate), (1_000.0, 1_600.0));
+        assert_eq!((lag.input_rate, lag.target_rate), (1_000.0, 4_000.0));
         c.planned(t, &lag, 1, 4);
         // Draining: throughput above the input, the backlog falling; no trigger.
         let mut backlog = 6_000.0;

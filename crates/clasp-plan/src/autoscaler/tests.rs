@@ -346,8 +346,8 @@ fn a_scale_in_waits_for_its_delay_and_goes_ahead_if_still_wanted() {
 #[test]
 fn the_step_back_from_a_drained_backlog_does_not_wait_for_the_scale_in_delay() {
     let mut d = Driver::new(AutoscalerConfig { scale_in_delay_s: 4.0, ..config(0) });
-    // 10,000 inputs waiting, drained within the catch-up time of 10 s: 1,000 requests/s more.
-    d.backlog = 10_000.0;
+    // 2,000 inputs waiting, drained within the catch-up time of 2 s: 1,000 requests/s more.
+    d.backlog = 2_000.0;
     let Some((_, Step::Rescale(up))) = d.until_step(1_500.0, 1_000.0, 5) else { panic!() };
     assert_eq!(up.target_rate, 2_500.0);
     assert!(up.to >= workers_for(2_500.0, d.scaler.config()), "{} workers", up.to);
