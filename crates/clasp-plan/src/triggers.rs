@@ -7,7 +7,8 @@
 //! Beyond the paper, so that a jump of the load is met at once and its backlog drained quickly:
 //! the warm-up is measured in time as well as in requests (the paper's 10,000 requests stay
 //! available, [`TriggerConfig::paper`]) and its time is cut short by an interval that finds
-//! the cluster behind; a worker reporting saturation for 2 s fires a trigger
+//! the cluster behind; a rise is met after 1 s, or at once when the cluster already falls
+//! behind on it; a worker reporting saturation for 2 s fires a trigger
 //! without waiting for throughput to fall behind; every trigger plans for the input rate plus
 //! the backlog drained within a catch-up time (as the Flink autoscaler's `catch-up.duration`),
 //! and once a backlog-sized configuration has drained it, a `caught-up` trigger plans for the
