@@ -314,3 +314,12 @@ fn recommend_mode_reports_its_decisions_in_the_metrics_and_the_api() {
         assert!(ok && report.trim().is_empty(), "promtool check metrics:\n{report}");
     }
 }
+
+#[test]
+fn times_read_back_from_the_api_are_the_times_written() {
+    // The events API is compared exactly with the run's own record: parsing must round-trip.
+    for time_s in [4.513962786, 0.1 + 0.2, 2.463374398, 1e-7 / 3.0] {
+        let text = serde_json::to_string(&time_s).unwrap();
+        assert_eq!(serde_json::from_str::<f64>(&text).unwrap(), time_s, "{text}");
+    }
+}
