@@ -8,7 +8,7 @@
 //! the warm-up is measured in time as well as in requests (the paper's 10,000 requests stay
 //! available, [`TriggerConfig::paper`]) and its time is cut short by an interval that finds
 //! the cluster behind; a rise is met after 1 s, or at once when the cluster already falls
-//! behind on it; a worker reporting saturation for 2 s fires a trigger
+//! behind on it (at the rate of the interval's last quarter, if higher); a worker reporting saturation for 2 s fires a trigger
 //! without waiting for throughput to fall behind; every trigger plans for the input rate plus
 //! the backlog drained within a catch-up time (as the Flink autoscaler's `catch-up.duration`),
 //! and once a backlog-sized configuration has drained it, a `caught-up` trigger plans for the
@@ -224,6 +224,8 @@ pub struct Sample {
     pub t: f64,
     /// λ_p: input requests per second.
     pub input_rate: f64,
+    /// λ_p over the interval's last quarter (0: not measured).
+    pub recent_input_rate: f64,
     /// Λ: completed chains per second.
     pub throughput: f64,
     /// Input requests so far.
@@ -345,12 +347,15 @@ impl Triggers {
     fn paper(&mut self, s: Sample) -> Option<Trigger> {
         let c = &self.config;
         let baseline = self.baseline?;
-        let rose = |x: &Sample| x.input_rate > baseline * (1.0 + c.change);
-        if c.rise_when_behind && rose(&s) && self.behind(&s) {
-            return Some(self.trigger(Reason::RateChange, s.input_rate, &s));
+        let rose = |rate: f64| rate > baseline * (1.0 + c.change);
+        // The interval a jump falls in straddles it: its last quarter shows the new rate, and a
+        // rise met at once is planned for that, or it takes a second step.
+        let newest = s.input_rate.max(s.recent_input_rate);
+        if c.rise_when_behind && rose(newest) && self.behind(&s) {
+            return Some(self.trigger(Reason::RateChange, newest, &s));
         }
         if let Some(w) = self.window(c.rise_for_s)
-            && w.iter().all(rose)
+            && w.iter().all(|x| rose(x.input_rate))
         {
             let input = if c.rise_at_newest_rate { s.input_rate } else { Self::mean_input(&w) };
             return Some(self.trigger(Reason::RateChange, input, &s));
@@ -475,6 +480,7 @@ mod tests {
             let s = Sample {
                 t,
                 input_rate: input,
+                recent_input_rate: input,
                 throughput: out,
                 requests: *requests,
                 interval: 1.0,
@@ -595,6 +601,38 @@ mod tests {
         feed(&mut c, 0.0, 2.0, 1_000.0, 1_000.0, &mut n);
         c.planned(2.0, &at(1_000.0), 1, 1);
         assert!(feed(&mut c, 2.0, 3.0, 1_500.0, 1_200.0, &mut n).is_empty());
+    }
+
+    #[test]
+    fn a_jump_late_in_an_interval_is_met_at_its_new_rate() {
+        let sample = |t: f64, input_rate: f64, recent_input_rate: f64, throughput: f64| Sample {
+            t,
+            input_rate,
+            recent_input_rate,
+            throughput,
+            interval: 1.0,
+            reported: true,
+            ..Sample::default()
+        };
+        // Warmed up and planned for 1,000 requests/s; a rise window of two 1 s intervals.
+        let warm = || {
+            let cfg =
+                TriggerConfig { catch_up_s: 0.0, rise_for_s: 2.0, ..TriggerConfig::default() };
+            let mut c = Triggers::new(cfg);
+            let mut n = 0;
+            feed(&mut c, 0.0, 2.0, 1_000.0, 1_000.0, &mut n);
+            c.planned(2.0, &at(1_000.0), 1, 1);
+            c
+        };
+        // 1,000 requests/s jumping to 3,000 with a quarter of the interval left: the interval's
+        // mean is 1,500, its last quarter 3,000, and the worker falls behind at once.
+        assert_eq!(warm().observe(sample(3.0, 1_500.0, 3_000.0, 1_200.0)), Some(at(3_000.0)));
+        // Only the last quarter rose: the rise shows there first.
+        assert_eq!(warm().observe(sample(3.0, 1_050.0, 1_200.0, 900.0)), Some(at(1_200.0)));
+        // Kept up with, a late jump waits for the rise window like any other.
+        assert_eq!(warm().observe(sample(3.0, 1_500.0, 3_000.0, 1_500.0)), None);
+        // Not measured (0), the interval's rate stands.
+        assert_eq!(warm().observe(sample(3.0, 1_500.0, 0.0, 1_200.0)), Some(at(1_500.0)));
     }
 
     #[test]

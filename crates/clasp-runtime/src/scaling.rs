@@ -49,6 +49,7 @@ pub fn interval(p: &Progress, reports: &[WorkerReport]) -> Interval {
         t: p.t,
         interval_s: p.interval_s,
         input_rate: p.input_rate,
+        recent_input_rate: p.recent_input_rate,
         throughput: p.throughput,
         requests: p.requests,
         planner_queue: p.planner_queue as f64,

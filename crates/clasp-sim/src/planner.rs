@@ -21,6 +21,9 @@ pub struct Planner {
     pub dispatched: u64,
     /// Inputs offered in the current interval.
     pub interval_inputs: u64,
+    /// Start of the current interval's last quarter, and the inputs offered since.
+    pub recent_from: Nanos,
+    recent_inputs: u64,
     /// Index of the next paced arrival.
     pub next_paced: u64,
     queue_area: f64,
@@ -38,9 +41,18 @@ impl Planner {
             max_in_flight,
             dispatched: 0,
             interval_inputs: 0,
+            recent_from: 0,
+            recent_inputs: 0,
             next_paced: 0,
             queue_area: 0.0,
             last: 0,
+        }
+    }
+
+    fn count_input(&mut self, now: Nanos) {
+        self.interval_inputs += 1;
+        if now >= self.recent_from {
+            self.recent_inputs += 1;
         }
     }
 
@@ -52,7 +64,7 @@ impl Planner {
     /// An input offered at `now`: queued, or its source blocks when the queue is full.
     pub fn offer(&mut self, now: Nanos) {
         self.touch(now);
-        self.interval_inputs += 1;
+        self.count_input(now);
         if self.queue.len() < self.capacity {
             self.queue.push_back(now);
         } else {
@@ -64,7 +76,7 @@ impl Planner {
     /// a blocked source gets its input into the freed place.
     pub fn take(&mut self, now: Nanos) -> bool {
         if self.unthrottled {
-            self.interval_inputs += 1;
+            self.count_input(now);
             self.dispatched += 1;
             return true;
         }
@@ -90,14 +102,35 @@ impl Planner {
         self.len() == 0
     }
 
-    /// Ends an interval at `now`: the mean queue over it (of length `secs`) and the inputs
-    /// offered in it.
-    pub fn take_interval(&mut self, now: Nanos, secs: f64) -> (f64, u64) {
+    /// Ends an interval at `now`: the mean queue over it (of length `secs`), the inputs
+    /// offered in it, and those offered in its last quarter with that quarter's length (s).
+    /// The next interval ends at `next`.
+    pub fn take_interval(&mut self, now: Nanos, secs: f64, next: Nanos) -> IntervalInputs {
         self.touch(now);
-        let mean = self.queue_area / secs.max(1e-12);
+        let mean_queue = self.queue_area / secs.max(1e-12);
         self.queue_area = 0.0;
-        (mean, std::mem::take(&mut self.interval_inputs))
+        let recent_s = crate::events::ns_to_s(now.saturating_sub(self.recent_from));
+        self.recent_from = now + next.saturating_sub(now) * 3 / 4;
+        IntervalInputs {
+            mean_queue,
+            inputs: std::mem::take(&mut self.interval_inputs),
+            recent_inputs: std::mem::take(&mut self.recent_inputs),
+            recent_s,
+        }
     }
+}
+
+/// What entered the planner in one interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IntervalInputs {
+    /// Mean queue over the interval.
+    pub mean_queue: f64,
+    /// Inputs offered.
+    pub inputs: u64,
+    /// Inputs offered in the interval's last quarter.
+    pub recent_inputs: u64,
+    /// Length of that quarter (s).
+    pub recent_s: f64,
 }
 
 #[cfg(test)]
@@ -114,10 +147,17 @@ mod tests {
         assert!(p.take(10) && p.take(10) && p.take(10));
         assert!(!p.take(10));
         assert_eq!(p.dispatched, 3);
-        let (_, offered) = p.take_interval(20, 1.0);
-        assert_eq!(offered, 3);
+        let taken = p.take_interval(20, 1.0, 60);
+        assert_eq!((taken.inputs, taken.recent_inputs), (3, 3));
+        // The next interval's last quarter begins at 50.
+        for t in [30, 49, 50, 55] {
+            p.offer(t);
+        }
+        let taken = p.take_interval(60, 1.0, 100);
+        assert_eq!((taken.inputs, taken.recent_inputs), (4, 2));
+        assert!((taken.recent_s - 10e-9).abs() < 1e-15);
         let mut u = Planner::new(1, 10, true);
         assert!(u.take(0) && u.take(0));
-        assert_eq!(u.take_interval(1, 1.0).1, 2);
+        assert_eq!(u.take_interval(1, 1.0, 2).inputs, 2);
     }
 }

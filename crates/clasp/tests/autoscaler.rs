@@ -129,6 +129,8 @@ fn sim_interval(r: &Recorded) -> Interval {
         time_s: r.t,
         interval_s: r.secs,
         inputs: r.inputs,
+        recent_inputs: 0,
+        recent_s: 0.0,
         completed: r.completed,
         requests: r.requests,
         planner_queue: r.queue as f64,

@@ -17,6 +17,9 @@ pub struct Interval {
     pub interval_s: f64,
     /// λ_p: input requests per second entering the planner.
     pub input_rate: f64,
+    /// λ_p over the interval's last quarter (0: not measured). An interval a jump of the load
+    /// falls in straddles it; its last quarter shows the new rate sooner.
+    pub recent_input_rate: f64,
     /// Λ: chains completed per second.
     pub throughput: f64,
     /// Input requests dispatched since the start.

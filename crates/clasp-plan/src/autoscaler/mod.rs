@@ -458,6 +458,7 @@ impl Autoscaler {
         let sample = crate::triggers::Sample {
             t: interval.t,
             input_rate: interval.input_rate,
+            recent_input_rate: interval.recent_input_rate,
             throughput: interval.throughput,
             requests: interval.requests,
             interval: interval.interval_s,

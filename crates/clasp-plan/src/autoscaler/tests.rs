@@ -77,6 +77,7 @@ impl Driver {
             t: self.t,
             interval_s: 1.0,
             input_rate: input,
+            recent_input_rate: input,
             throughput: done,
             requests: self.requests,
             planner_queue: 0.0,

@@ -58,6 +58,8 @@ pub struct Progress {
     pub t: f64,
     /// Input requests per second entering the planner queue.
     pub input_rate: f64,
+    /// The same over the interval's last quarter (0: not measured).
+    pub recent_input_rate: f64,
     /// Records per second entering it.
     pub input_records: f64,
     /// Chains completed per second.
@@ -82,6 +84,14 @@ pub struct Progress {
     pub requests: u64,
     /// Interval length (s).
     pub interval_s: f64,
+}
+
+/// The planner's counters at the last interval's end, from which the next one's rates come.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counted {
+    requests: u64,
+    records: u64,
+    completed: u64,
 }
 
 impl Planner {
@@ -333,9 +343,9 @@ impl Planner {
         let interval = Duration::from_millis(self.shared.config.settings.interval_ms.max(10));
         let mut next_tick = started + interval;
         let mut last_tick = started;
-        let mut last_requests = 0;
-        let mut last_records = 0;
-        let mut last_completed = 0;
+        // Input requests counted when the interval's last quarter began, for its recent rate.
+        let mut recent_from: Option<(Instant, u64)> = None;
+        let mut counted = Counted::default();
         let mut stall = StallWatch::default();
         let (halt_stop, halt_shared) = (stop.clone(), self.shared.clone());
         let halt = |e: PlannerError| {
@@ -348,6 +358,9 @@ impl Planner {
         let mut stopped_at: Option<Instant> = None;
         loop {
             let now = Instant::now();
+            if recent_from.is_none() && now + interval / 4 >= next_tick {
+                recent_from = Some((now, self.inputs.requests.load(Ordering::Relaxed)));
+            }
             if now >= next_tick {
                 let elapsed = now.duration_since(last_tick);
                 last_tick = now;
@@ -355,9 +368,8 @@ impl Planner {
                     started,
                     elapsed,
                     queue_probe.len(),
-                    &mut last_requests,
-                    &mut last_records,
-                    &mut last_completed,
+                    recent_from.take(),
+                    &mut counted,
                 );
                 progress(&p);
                 if let Err(e) = hooks.interval(self, &p) {
@@ -493,9 +505,8 @@ impl Planner {
         started: Instant,
         interval: Duration,
         planner_queue: usize,
-        last_requests: &mut u64,
-        last_records: &mut u64,
-        last_completed: &mut u64,
+        recent_from: Option<(Instant, u64)>,
+        last: &mut Counted,
     ) -> Progress {
         let secs = interval.as_secs_f64();
         let requests = self.inputs.requests.load(Ordering::Relaxed);
@@ -505,11 +516,16 @@ impl Planner {
             (c.completed, c.take_interval(), c.in_flight())
         };
         let latest = self.reports.latest_per_worker();
+        let recent_input_rate = recent_from.map_or(0.0, |(from, before)| {
+            let secs = from.elapsed().as_secs_f64();
+            if secs > 0.0 { requests.saturating_sub(before) as f64 / secs } else { 0.0 }
+        });
         let p = Progress {
             t: started.elapsed().as_secs_f64(),
-            input_rate: (requests - *last_requests) as f64 / secs,
-            input_records: (records - *last_records) as f64 / secs,
-            throughput: (completed - *last_completed) as f64 / secs,
+            input_rate: (requests - last.requests) as f64 / secs,
+            recent_input_rate,
+            input_records: (records - last.records) as f64 / secs,
+            throughput: (completed - last.completed) as f64 / secs,
             p50_us: hist.value_at_quantile(0.5),
             p95_us: hist.value_at_quantile(0.95),
             planner_queue,
@@ -521,9 +537,7 @@ impl Planner {
             requests,
             interval_s: secs,
         };
-        *last_requests = requests;
-        *last_records = records;
-        *last_completed = completed;
+        *last = Counted { requests, records, completed };
         p
     }
 

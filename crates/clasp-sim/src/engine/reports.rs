@@ -19,7 +19,9 @@ impl Simulation<'_> {
         let t = ns_to_s(now);
         let measuring = now > self.warmup;
         let reports = self.collect_reports(secs, measuring);
-        let (planner_queue, inputs) = self.planner.take_interval(now, secs);
+        let next = (now + self.interval).min(self.end);
+        let entered = self.planner.take_interval(now, secs, next);
+        let (planner_queue, inputs) = (entered.mean_queue, entered.inputs);
         if measuring {
             self.measured_inputs += inputs;
         }
@@ -28,6 +30,8 @@ impl Simulation<'_> {
             time_s: t,
             interval_s: secs,
             inputs,
+            recent_inputs: entered.recent_inputs,
+            recent_s: entered.recent_s,
             completed: done,
             requests: self.planner.dispatched,
             planner_queue,
@@ -58,7 +62,7 @@ impl Simulation<'_> {
         self.log.forget_before(t - 2.0 * self.cfg.window_s);
         self.last_tick = now;
         if now < self.end {
-            self.timers.at((now + self.interval).min(self.end), Timer::Tick);
+            self.timers.at(next, Timer::Tick);
         }
     }
 
@@ -269,6 +273,10 @@ pub struct Tick {
     pub interval_s: f64,
     /// Input requests that entered the planner.
     pub inputs: u64,
+    /// Those that entered in the interval's last quarter.
+    pub recent_inputs: u64,
+    /// Length of that quarter (s; 0: not measured).
+    pub recent_s: f64,
     /// Chains completed.
     pub completed: u64,
     /// Input requests dispatched so far.
@@ -289,6 +297,11 @@ pub fn interval(tick: &Tick, reports: Vec<WorkerReport>) -> Interval {
         t: tick.time_s,
         interval_s: tick.interval_s,
         input_rate: tick.inputs as f64 / secs,
+        recent_input_rate: if tick.recent_s > 0.0 {
+            tick.recent_inputs as f64 / tick.recent_s
+        } else {
+            0.0
+        },
         throughput: tick.completed as f64 / secs,
         requests: tick.requests,
         planner_queue: tick.planner_queue,
