@@ -8,11 +8,11 @@
 //! the warm-up is measured in time as well as in requests (the paper's 10,000 requests stay
 //! available, [`TriggerConfig::paper`]) and its time is cut short by an interval that finds
 //! the cluster behind; a rise is met after 1 s, or at once when the cluster already falls
-//! behind on it (at the rate of the interval's last quarter, if higher); a worker reporting saturation for 2 s fires a trigger
-//! without waiting for throughput to fall behind; every trigger plans for the input rate plus
-//! the backlog drained within a catch-up time (as the Flink autoscaler's `catch-up.duration`),
-//! and once a backlog-sized configuration has drained it, a `caught-up` trigger plans for the
-//! rate alone — one step each way.
+//! behind on it (at the rate of the interval's last quarter, if higher); a worker reporting
+//! saturation for 2 s fires a trigger without waiting for throughput to fall behind; every
+//! trigger plans for the input rate plus the backlog drained within a catch-up time (as the
+//! Flink autoscaler's `catch-up.duration`), and once a backlog-sized configuration has drained
+//! it, a `caught-up` trigger plans for the rate alone — one step each way.
 //!
 //! Pure: [`crate::autoscaler::Autoscaler`] feeds it one sample per stats interval, for the
 //! runtime and the simulator alike.

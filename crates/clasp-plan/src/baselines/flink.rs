@@ -49,8 +49,8 @@
 //! largest parallelism recommended meanwhile) need memory across decisions, which a policy
 //! here does not keep: the state machine's window, which never reaches back past the last
 //! rescale, and its cooldown, which holds back a scale-in back to the previous worker count,
-//! stand in for them. The cluster has `max_workers` workers: where Flink's resource check would veto a
-//! scaling beyond the cluster, every parallelism is capped at the slots it has.
+//! stand in for them. The cluster has `max_workers` workers: where Flink's resource check
+//! would veto a scaling beyond the cluster, every parallelism is capped at the slots it has.
 
 use super::busy::{OperatorBusy, busy_times};
 use super::{Observed, Slice, build_placement, finite_non_negative};
