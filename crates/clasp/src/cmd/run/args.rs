@@ -102,8 +102,9 @@ pub struct Args {
     pub warmup_time: Duration,
     /// A rise of the input rate (more than 10 % above the rate last planned for) is acted on
     /// once it lasted this long, at most 2 s (a fall's; 2 s both ways is the paper's text), or at
-    /// once in an interval the cluster falls behind in, and planned for the newest interval's
-    /// rate (the paper's setup: the window's mean).
+    /// once in an interval the cluster falls behind in (planned for that interval's rate or its
+    /// last quarter's, if higher), and planned for the newest interval's rate (the paper's
+    /// setup: the window's mean).
     #[arg(long, default_value = "1s", value_parser = crate::cmd::duration::parse_or_zero, help_heading = "Triggers")]
     pub rise_after: Duration,
     /// A backlog is sized to drain within this time after a load jump (0s: size for the rate
