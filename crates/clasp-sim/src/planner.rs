@@ -22,7 +22,7 @@ pub struct Planner {
     /// Inputs offered in the current interval.
     pub interval_inputs: u64,
     /// Start of the current interval's last quarter, and the inputs offered since.
-    pub recent_from: Nanos,
+    recent_from: Nanos,
     recent_inputs: u64,
     /// Index of the next paced arrival.
     pub next_paced: u64,

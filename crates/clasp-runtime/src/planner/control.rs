@@ -368,7 +368,10 @@ impl Planner {
                     started,
                     elapsed,
                     queue_probe.len(),
-                    recent_from.take(),
+                    // A tick reached late (after a long step) has no quarter to measure.
+                    recent_from
+                        .take()
+                        .filter(|(from, _)| now.duration_since(*from) >= interval / 8),
                     &mut counted,
                 );
                 progress(&p);
