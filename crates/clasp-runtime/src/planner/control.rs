@@ -5,6 +5,7 @@ use super::chains::Chains;
 use super::dispatch::spawn_dispatcher;
 use super::ingress::{IngressControl, IngressThread, Input, Queued, ReplayPoint, spawn_ingress};
 use super::membership::Event;
+use super::pace::Pace;
 use super::stall::StallWatch;
 use super::{Planner, PlannerError, stats};
 use crate::migration::{self, MigrationDone};
@@ -341,10 +342,7 @@ impl Planner {
         let queue_probe = queue_rx.clone();
         let dispatcher = spawn_dispatcher(self.shared.clone(), queue_rx);
         let interval = Duration::from_millis(self.shared.config.settings.interval_ms.max(10));
-        let mut next_tick = started + interval;
-        let mut last_tick = started;
-        // Input requests counted when the interval's last quarter began, for its recent rate.
-        let mut recent_from: Option<(Instant, u64)> = None;
+        let mut pace = Pace::new(started, interval);
         let mut counted = Counted::default();
         let mut stall = StallWatch::default();
         let (halt_stop, halt_shared) = (stop.clone(), self.shared.clone());
@@ -358,28 +356,25 @@ impl Planner {
         let mut stopped_at: Option<Instant> = None;
         loop {
             let now = Instant::now();
-            if recent_from.is_none() && now + interval / 4 >= next_tick {
-                recent_from = Some((now, self.inputs.requests.load(Ordering::Relaxed)));
+            let (requests, completed) = self.counters();
+            pace.observe(now, requests, completed);
+            if pace.ask_reports(now) {
+                self.ask_reports();
             }
-            if now >= next_tick {
-                let elapsed = now.duration_since(last_tick);
-                last_tick = now;
+            if pace.due(now) {
+                let (elapsed, recent_input_rate) = pace.end(now, requests, completed);
                 let p = self.progress(
                     started,
                     elapsed,
                     queue_probe.len(),
-                    // A tick reached late (after a long step) has no quarter to measure.
-                    recent_from
-                        .take()
-                        .filter(|(from, _)| now.duration_since(*from) >= interval / 8),
+                    recent_input_rate,
                     &mut counted,
                 );
                 progress(&p);
                 if let Err(e) = hooks.interval(self, &p) {
                     hooks.failed(self, e).or_else(&halt)?;
                 }
-                // Ticks missed during a long step (a migration) are skipped, not caught up.
-                next_tick = Instant::now() + interval;
+                pace.restart(Instant::now(), p.input_rate);
             }
             let interrupted = self.shared.config.interrupt.load(Ordering::Acquire);
             let ended = duration.is_some_and(|d| started.elapsed() >= d);
@@ -426,8 +421,7 @@ impl Planner {
                 stop.store(true, Ordering::Release);
                 return Err(PlannerError::Stalled { in_flight, secs });
             }
-            let wait =
-                next_tick.saturating_duration_since(Instant::now()).min(Duration::from_millis(20));
+            let wait = pace.wait(Instant::now()).min(Duration::from_millis(20));
             match self.events.recv_timeout(wait) {
                 Ok(e) => {
                     if let Err(err) = self.handle_event(e) {
@@ -461,6 +455,21 @@ impl Planner {
         summary.dropped_requests = self.shared.dropped.load(Ordering::Relaxed);
         summary.interrupted = self.shared.config.interrupt.load(Ordering::Acquire);
         Ok(summary)
+    }
+
+    /// Input requests and completed chains so far.
+    fn counters(&self) -> (u64, u64) {
+        let requests = self.inputs.requests.load(Ordering::Relaxed);
+        (requests, lock(&self.shared.chains).completed)
+    }
+
+    /// Asks every worker for the metrics of its current interval, without waiting: they
+    /// arrive before the interval ends.
+    fn ask_reports(&mut self) {
+        self.report_seq += 1;
+        for w in self.workers() {
+            self.shared.send(w, Message::ReportNow(self.report_seq));
+        }
     }
 
     /// Asks every worker for the metrics of its current interval and waits for them, so the
@@ -508,7 +517,7 @@ impl Planner {
         started: Instant,
         interval: Duration,
         planner_queue: usize,
-        recent_from: Option<(Instant, u64)>,
+        recent_input_rate: f64,
         last: &mut Counted,
     ) -> Progress {
         let secs = interval.as_secs_f64();
@@ -519,10 +528,6 @@ impl Planner {
             (c.completed, c.take_interval(), c.in_flight())
         };
         let latest = self.reports.latest_per_worker();
-        let recent_input_rate = recent_from.map_or(0.0, |(from, before)| {
-            let secs = from.elapsed().as_secs_f64();
-            if secs > 0.0 { requests.saturating_sub(before) as f64 / secs } else { 0.0 }
-        });
         let p = Progress {
             t: started.elapsed().as_secs_f64(),
             input_rate: (requests - last.requests) as f64 / secs,

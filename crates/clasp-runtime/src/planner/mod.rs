@@ -22,6 +22,7 @@ mod error;
 mod fault;
 mod ingress;
 mod membership;
+mod pace;
 mod sinks;
 mod stall;
 mod state_dump;

@@ -1,5 +1,5 @@
-//! The metrics monitor: every interval, sums the executors' counters into a
-//! [`WorkerReport`] (CLASP Table 2) and sends it to the planner.
+//! The metrics monitor: every interval, or when the planner asks, sums the executors'
+//! counters into a [`WorkerReport`] (CLASP Table 2) and sends it to the planner.
 
 use super::WorkerShared;
 use crate::metrics::{OpReport, WorkerReport};
@@ -94,6 +94,9 @@ fn run(shared: &WorkerShared) {
     let mut start = Instant::now();
     let mut second = Instant::now();
     let (mut queue_sum, mut samples) = (0.0, 0u32);
+    // Whether the planner asked for the last report: while it paces the reports, one of our
+    // own would only split its interval in two.
+    let mut paced = false;
     take_destinations(shared);
     while !shared.stopping.load(Ordering::Acquire) {
         std::thread::sleep(sample_every);
@@ -104,13 +107,15 @@ fn run(shared: &WorkerShared) {
         queue_sum += shared.sched.len() as f64;
         samples += 1;
         let requested = shared.report_now.swap(0, Ordering::AcqRel);
-        if start.elapsed() < interval && requested == 0 {
+        let due = if paced { interval + interval / 2 } else { interval };
+        if start.elapsed() < due && requested == 0 {
             continue;
         }
         let now = totals(shared);
         let elapsed = start.elapsed().as_secs_f64();
         let mut report = build(shared, &prev, &now, elapsed, queue_sum / f64::from(samples.max(1)));
         report.requested = requested;
+        paced = requested != 0;
         shared.planner.send(Message::Report(Box::new(report)));
         prev = now;
         start = Instant::now();
