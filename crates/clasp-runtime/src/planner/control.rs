@@ -359,7 +359,8 @@ impl Planner {
             let (requests, completed) = self.counters();
             pace.observe(now, requests, completed);
             if pace.ask_reports(now) {
-                self.ask_reports();
+                // They arrive before the interval ends.
+                self.ask_reports(&self.workers());
             }
             if pace.due(now) {
                 let (elapsed, recent_input_rate) = pace.end(now, requests, completed);
@@ -463,13 +464,14 @@ impl Planner {
         (requests, lock(&self.shared.chains).completed)
     }
 
-    /// Asks every worker for the metrics of its current interval, without waiting: they
-    /// arrive before the interval ends.
-    fn ask_reports(&mut self) {
+    /// Asks `workers` for the metrics of their current interval, without waiting; returns the
+    /// number their reports answer with.
+    fn ask_reports(&mut self, workers: &[WorkerId]) -> u64 {
         self.report_seq += 1;
-        for w in self.workers() {
+        for &w in workers {
             self.shared.send(w, Message::ReportNow(self.report_seq));
         }
+        self.report_seq
     }
 
     /// Asks every worker for the metrics of its current interval and waits for them, so the
@@ -482,11 +484,7 @@ impl Planner {
     /// Asks `workers` for the metrics of their current interval and waits for them (before a
     /// worker is retired, so its last interval is counted).
     pub fn collect_reports(&mut self, mut waiting: Vec<WorkerId>) -> Result<(), PlannerError> {
-        self.report_seq += 1;
-        let seq = self.report_seq;
-        for &w in &waiting {
-            self.shared.send(w, Message::ReportNow(seq));
-        }
+        let seq = self.ask_reports(&waiting);
         let deadline = Instant::now() + Duration::from_secs(10);
         while !waiting.is_empty() {
             match self.events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
