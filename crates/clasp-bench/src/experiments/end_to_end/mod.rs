@@ -99,6 +99,8 @@ pub struct RuntimeSettings {
     pub policies: Policies,
     /// Sleeping service time of `count` per word.
     pub count_time: Time,
+    /// CLASP's latency objective (`--latency-slo`); unset: the rate alone.
+    pub latency_slo: Option<Time>,
 }
 
 impl RuntimeSettings {
@@ -117,6 +119,7 @@ impl RuntimeSettings {
             pattern_scale: Positive(if quick { 0.25 } else { 1.0 }),
             policies: Policies(policies),
             count_time: Time::from_micros(50.0),
+            latency_slo: None,
         }
     }
 }

@@ -66,14 +66,14 @@ fn run_policy(
     policy: Policy,
     regime: Regime,
     o: &Options,
-    count_us: f64,
+    s: &RuntimeSettings,
     pattern: &Arc<RatePattern>,
     lines: &Arc<Vec<Vec<u8>>>,
 ) -> Result<(job::JobOutput, Timeline), BenchError> {
     let mut p = app_pipeline("wc")?;
     let count = p.operator_id("count").expect("wc has count");
     p.operators[count.index()].service = Some(clasp_core::pipeline::ServiceTime {
-        micros: count_us,
+        micros: s.count_time.micros(),
         mode: clasp_core::pipeline::ServiceMode::Sleep,
         per: clasp_core::pipeline::ServicePer::Record,
     });
@@ -99,6 +99,7 @@ fn run_policy(
         },
         window_s: 3.0,
         batch_size: 16,
+        latency_slo_ms: s.latency_slo.map(|t| t.micros() / 1e3),
         ..AutoscalerConfig::default()
     };
     let job = Job {
@@ -134,6 +135,17 @@ fn run_policy(
     )
     .map_err(|e| BenchError::Run(format!("{policy} ({}): {e}", regime.label())))?;
     Ok((out, timeline))
+}
+
+/// The mean worker count over a run's intervals, each `(end, workers during it)`, weighted by
+/// their lengths (an interval that ends early on a rise is shorter).
+fn time_weighted_mean(timeline: &[(f64, u32)]) -> f64 {
+    let (mut sum, mut from) = (0.0, 0.0);
+    for &(t, w) in timeline {
+        sum += f64::from(w) * (t - from).max(0.0);
+        from = t;
+    }
+    if from > 0.0 { sum / from } else { 0.0 }
 }
 
 /// One policy's results in one regime.
@@ -199,10 +211,9 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     for &regime in &regimes {
         for &policy in &policies {
             progress.step(&format!("{} {policy}", regime.label()));
-            let (out, timeline) = run_policy(policy, regime, o, count_us, &pattern, &lines)?;
+            let (out, timeline) = run_policy(policy, regime, o, &s, &pattern, &lines)?;
             let s = &out.summary;
-            let mean = timeline.iter().map(|(_, w)| f64::from(*w)).sum::<f64>()
-                / timeline.len().max(1) as f64;
+            let mean = time_weighted_mean(&timeline);
             let max = timeline.iter().map(|(_, w)| *w).max().unwrap_or(0);
             t.row(vec![
                 regime.label().into(),
@@ -253,6 +264,9 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
         format!("workers as threads, {SLOTS} executor slots each, at most 6 workers; count sleeps {count_us} us per word (an executor slot per request, not a core)"),
         "same input and pattern for every policy; triggers: rate changed 2 s or lagging 3 s, warm-up 200 requests, cooldown 5 s".into(),
     ];
+    if let Some(slo) = s.latency_slo {
+        setup.push(format!("CLASP with a latency objective: p95 within {} ms", slo.micros() / 1e3));
+    }
     for r in &regimes {
         setup.push(format!("regime `{}`: {}", r.label(), r.describe()));
     }
@@ -346,4 +360,17 @@ fn charts(outcomes: &[Outcome], pattern: &str) -> Vec<Chart> {
             |x| x.convergence.rescalings as f64,
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_weighted_mean;
+
+    #[test]
+    fn a_short_interval_weighs_by_its_length() {
+        // 1 worker for 0.5 s, 1 for 0.2 s (ended early), 3 for 0.3 s and 3 for 1 s: 8.2 / 2.
+        let timeline = [(0.5, 1), (0.7, 1), (1.0, 3), (2.0, 3)];
+        assert!((time_weighted_mean(&timeline) - (0.5 + 0.2 + 0.9 + 3.0) / 2.0).abs() < 1e-12);
+        assert_eq!(time_weighted_mean(&[]), 0.0);
+    }
 }
