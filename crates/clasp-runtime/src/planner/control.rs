@@ -356,13 +356,13 @@ impl Planner {
         let mut stopped_at: Option<Instant> = None;
         loop {
             let now = Instant::now();
-            let (requests, completed) = self.counters();
-            pace.observe(now, requests, completed);
+            pace.observe(now, || self.counters());
             if pace.ask_reports(now) {
                 // They arrive before the interval ends.
                 self.ask_reports(&self.workers());
             }
             if pace.due(now) {
+                let (requests, completed) = self.counters();
                 let (elapsed, recent_input_rate) = pace.end(now, requests, completed);
                 let p = self.progress(
                     started,

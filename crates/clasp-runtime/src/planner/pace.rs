@@ -58,13 +58,15 @@ impl Pace {
         }
     }
 
-    /// Records the input requests and completed chains counted at `now`; brings the interval's
-    /// end forward if the input rose and completions fall behind it.
-    pub(super) fn observe(&mut self, now: Instant, requests: u64, completed: u64) {
+    /// Records the input requests and completed chains `counters` reads at `now` (at most every
+    /// fortieth of an interval: reading them takes a lock); brings the interval's end forward if
+    /// the input rose and completions fall behind it.
+    pub(super) fn observe(&mut self, now: Instant, counters: impl FnOnce() -> (u64, u64)) {
         let spacing = self.interval / 40;
         if self.counts.back().is_some_and(|c| now.duration_since(c.at) < spacing) {
             return;
         }
+        let (requests, completed) = counters();
         self.counts.push_back(Count { at: now, requests, completed });
         while self.counts.front().is_some_and(|c| now.duration_since(c.at) > self.interval) {
             self.counts.pop_front();
@@ -166,7 +168,7 @@ mod tests {
             t += step;
             inputs += rate * step.as_secs_f64();
             completed += done * rate * step.as_secs_f64();
-            pace.observe(t, inputs as u64, completed as u64);
+            pace.observe(t, || (inputs as u64, completed as u64));
         }
         *counts = (inputs as u64, completed as u64);
         t
