@@ -79,7 +79,8 @@ pub struct Args {
     /// Load the whole input into memory before starting (for measurements).
     #[arg(long, help_heading = "Input")]
     pub preload: bool,
-    /// Metrics interval in milliseconds.
+    /// Metrics interval in milliseconds: the workers report and the autoscaler looks at the
+    /// run this often, and sooner when the input rises faster than the workers complete it.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000), help_heading = "Cluster")]
     pub interval_ms: u64,
     /// Key groups per keyed operator.
