@@ -40,7 +40,7 @@ fn done() -> &'static Done {
             checkpoint_every: None,
         };
         let mut intervals = 0;
-        let (out, server, _) = run.run(|_, n| intervals = n);
+        let (out, server, _) = run.run(|_, n, _| intervals = n);
         Done { out, server, intervals }
     })
 }

@@ -72,8 +72,8 @@ fn the_dashboard_shows_every_operator_and_charts_with_data() {
     let mut browser = None;
     // Chromium starts once the cluster runs on 10 workers and the series has a few points; the
     // run goes on while the page loads.
-    let (out, server, _) = run.run(|addr, interval| {
-        if interval == 4 && browser.is_none() {
+    let (out, server, _) = run.run(|addr, interval, workers| {
+        if interval >= 4 && workers == 10 && browser.is_none() {
             // The URL `clasp run` prints: the token once, exchanged for a cookie that the
             // page's own requests carry.
             let url = format!("http://{addr}/?token={}", common::token());
@@ -81,7 +81,7 @@ fn the_dashboard_shows_every_operator_and_charts_with_data() {
         }
     });
     assert_eq!(out.placement.workers, 10);
-    let browser = browser.expect("the run lasted 4 intervals");
+    let browser = browser.expect("the run went on for intervals on 10 workers");
     let dom = String::from_utf8(browser.wait_with_output().unwrap().stdout).unwrap();
     let _ = std::fs::remove_dir_all(&profile);
     drop(server);

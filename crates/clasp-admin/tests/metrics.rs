@@ -63,7 +63,7 @@ fn scraped_metrics_match_the_runs_summary_and_pass_promtool() {
     };
     let mut seen_records = Vec::new();
     let mut mid_run = String::new();
-    let (out, server, _obs) = run.run(|addr, _| {
+    let (out, server, _obs) = run.run(|addr, _, _| {
         let (status, text) = get(addr, "/metrics");
         assert_eq!(status, 200);
         seen_records.push(sample(&text, "clasp_input_records_total").unwrap());
@@ -288,7 +288,7 @@ fn recommend_mode_reports_its_decisions_in_the_metrics_and_the_api() {
         mode: Mode::Recommend,
         checkpoint_every: None,
     };
-    let (out, server, _) = run.run(|_, _| {});
+    let (out, server, _) = run.run(|_, _, _| {});
     let recommended = &out.stats.recommendations;
     assert!(!recommended.is_empty(), "no decision reported");
     assert!(out.stats.scaling_events.is_empty() && out.summary.migrations.is_empty());

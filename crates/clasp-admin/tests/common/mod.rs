@@ -163,11 +163,12 @@ impl Run {
         }
     }
 
-    /// Runs the job with an admin server, calling `during` with the server's address once per
-    /// interval from the job's own thread. Returns the output and the server (still serving).
+    /// Runs the job with an admin server, calling `during` with the server's address, the
+    /// interval's number and the workers in the placement once per interval from the job's own
+    /// thread. Returns the output and the server (still serving).
     pub fn run(
         &self,
-        mut during: impl FnMut(SocketAddr, u64),
+        mut during: impl FnMut(SocketAddr, u64, u32),
     ) -> (JobOutput, AdminServer, Arc<Observatory>) {
         let (job, inputs) = self.job();
         let obs = Arc::new(Observatory::new(&job.pipeline, self.policy.name(), self.mode));
@@ -181,9 +182,9 @@ impl Run {
             inputs,
             Box::new(DiscardSink),
             None,
-            |_| {
+            |p| {
                 intervals += 1;
-                during(addr, intervals);
+                during(addr, intervals, p.workers);
             },
             |_| {},
             Some(&obs),
