@@ -174,12 +174,17 @@ mod tests {
         t
     }
 
-    #[test]
-    fn a_steady_rate_ends_intervals_on_their_period() {
+    /// A pace started now, after an interval of `rate` requests/s, with nothing counted.
+    fn started(rate: f64) -> (Instant, Pace, (u64, u64)) {
         let start = Instant::now();
         let mut pace = Pace::new(start, INTERVAL);
-        pace.restart(start, 400.0);
-        let mut counts = (0, 0);
+        pace.restart(start, rate);
+        (start, pace, (0, 0))
+    }
+
+    #[test]
+    fn a_steady_rate_ends_intervals_on_their_period() {
+        let (start, mut pace, mut counts) = started(400.0);
         let t = feed(&mut pace, &mut counts, start, 0.45, 400.0, 1.0);
         assert!(!pace.due(t));
         assert!(pace.ask_reports(t), "reports are asked for a tenth of an interval before");
@@ -193,10 +198,7 @@ mod tests {
 
     #[test]
     fn a_rise_the_cluster_falls_behind_on_ends_the_interval_early() {
-        let start = Instant::now();
-        let mut pace = Pace::new(start, INTERVAL);
-        pace.restart(start, 200.0);
-        let mut counts = (0, 0);
+        let (start, mut pace, mut counts) = started(200.0);
         let t = feed(&mut pace, &mut counts, start, 0.1, 200.0, 1.0);
         // The rate triples and only a third of it completes.
         let t = feed(&mut pace, &mut counts, t, 0.15, 600.0, 0.33);
@@ -210,10 +212,7 @@ mod tests {
 
     #[test]
     fn a_rise_the_cluster_keeps_up_with_waits_for_the_period() {
-        let start = Instant::now();
-        let mut pace = Pace::new(start, INTERVAL);
-        pace.restart(start, 200.0);
-        let mut counts = (0, 0);
+        let (start, mut pace, mut counts) = started(200.0);
         let t = feed(&mut pace, &mut counts, start, 0.1, 200.0, 1.0);
         let t = feed(&mut pace, &mut counts, t, 0.3, 600.0, 1.0);
         assert!(!pace.due(t));
@@ -221,10 +220,7 @@ mod tests {
 
     #[test]
     fn a_cluster_falling_behind_at_the_same_rate_waits_for_the_period() {
-        let start = Instant::now();
-        let mut pace = Pace::new(start, INTERVAL);
-        pace.restart(start, 600.0);
-        let mut counts = (0, 0);
+        let (start, mut pace, mut counts) = started(600.0);
         let t = feed(&mut pace, &mut counts, start, 0.4, 600.0, 0.5);
         assert!(!pace.due(t), "not a rise: the triggers see it on the period");
     }
