@@ -3,7 +3,8 @@
 //! told to stop.
 
 use super::control::control_loop;
-use super::mesh::{connect_peer, connected_peers, spawn_acceptor, spawn_peer_receiver};
+use super::mesh::{connect_peer, spawn_acceptor, spawn_peer_receiver};
+use super::peers::PeerLinks;
 use super::scheduler::Scheduler;
 use super::{MAX_WORKERS, WorkerShared, executor, monitor};
 use crate::metrics::ExecCounters;
@@ -14,7 +15,6 @@ use clasp_core::operator::Rejections;
 use clasp_core::sync::lock;
 use clasp_core::{Registry, WorkerId};
 use clasp_wire::Security;
-use std::collections::HashMap;
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -115,7 +115,7 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
     spawn_peer_receiver(&shared, None, stream, reader, control_tx.clone());
     spawn_acceptor(shared.clone(), listener, control_tx.clone());
     for (w, addr) in &welcome.peers {
-        shared.ensure_link(*w);
+        shared.peers.ensure(*w);
         if *w < shared.me {
             connect_peer(shared.clone(), *w, addr.clone(), control_tx.clone());
         }
@@ -154,7 +154,7 @@ pub fn run(join: &str, registry: &Registry, opts: &WorkerOptions) -> Result<(), 
         op.close();
     }
     // Each link's last message: its sending thread writes what is queued before it and ends.
-    for w in connected_peers(&shared) {
+    for w in shared.peers.connected() {
         shared.send_to_peer(w, Message::Shutdown);
     }
     shared.planner.send(Message::Shutdown);
@@ -200,8 +200,7 @@ fn build_shared(
         sched: Scheduler::new(vec![0; n_ops]),
         epoch: AtomicU64::new(routing.epoch),
         routing: RwLock::new(routing.clone()),
-        peers: RwLock::new(Vec::new()),
-        pending_peers: Mutex::new(HashMap::new()),
+        peers: PeerLinks::default(),
         senders: Mutex::new(Vec::new()),
         planner,
         counters,

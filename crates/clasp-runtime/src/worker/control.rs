@@ -4,7 +4,7 @@
 use super::WorkerShared;
 use super::bootstrap::WorkerError;
 use super::checkpoint;
-use super::mesh::{connect_peer, connected_peers};
+use super::mesh::connect_peer;
 use super::migrate::migrate;
 use crate::migration::MigrationData;
 use crate::wire::Message;
@@ -103,7 +103,7 @@ pub(super) fn control_loop(
             }
             Control::Planner(Message::Restore(order)) => checkpoint::restore(shared, *order),
             Control::Planner(Message::PeerJoined { worker, addr }) => {
-                shared.ensure_link(worker);
+                shared.peers.ensure(worker);
                 if worker < shared.me {
                     connect_peer(shared.clone(), worker, addr, tx.clone());
                 }
@@ -111,7 +111,7 @@ pub(super) fn control_loop(
             Control::Planner(Message::PeerLeft(w)) => {
                 // The routing no longer names `w`: this is the last message it gets from here.
                 shared.send_to_peer(w, Message::Shutdown);
-                shared.drop_link(w);
+                shared.peers.remove(w);
                 left.push(w);
             }
             Control::Planner(Message::DumpState) => dump_state(shared),
@@ -131,7 +131,7 @@ pub(super) fn control_loop(
                 ended.retain(|&p| p != w);
                 left.retain(|&p| p != w);
                 tracing::debug!("worker {}: connected to worker {w}", shared.me);
-                shared.planner.send(Message::MeshReady(connected_peers(shared)));
+                shared.planner.send(Message::MeshReady(shared.peers.connected()));
             }
             Control::PeerDown(w, why) => {
                 if left.contains(&w) {
@@ -168,7 +168,7 @@ fn retire(
     early: &mut Vec<MigrationData>,
     ended: &[WorkerId],
 ) -> bool {
-    let mut waiting = connected_peers(shared);
+    let mut waiting = shared.peers.connected();
     waiting.retain(|w| !ended.contains(w));
     let mut stop = false;
     let deadline = Instant::now() + RETIRE_WAIT;

@@ -3,41 +3,17 @@
 
 use super::WorkerShared;
 use super::control::Control;
-use crate::net::{self, Link};
+use crate::net;
 use crate::wire::{self, FrameReader, Hello, Limits, Message, Role};
 use clasp_core::WorkerId;
 use clasp_core::rng::independent_stream;
-use clasp_core::sync::{lock, read, write};
+use clasp_core::sync::lock;
 use clasp_wire::Conn;
 use crossbeam_channel::Sender;
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-
-impl WorkerShared {
-    /// The link to `w`, created (pending its connection) if new.
-    pub(super) fn ensure_link(&self, w: WorkerId) -> Link {
-        let mut peers = write(&self.peers);
-        if peers.len() <= w.index() {
-            peers.resize(w.index() + 1, None);
-        }
-        if let Some(l) = &peers[w.index()] {
-            return l.clone();
-        }
-        let (link, rx) = Link::pending();
-        peers[w.index()] = Some(link.clone());
-        lock(&self.pending_peers).insert(w, rx);
-        link
-    }
-
-    pub(super) fn drop_link(&self, w: WorkerId) {
-        if let Some(slot) = write(&self.peers).get_mut(w.index()) {
-            *slot = None;
-        }
-        lock(&self.pending_peers).remove(&w);
-    }
-}
 
 /// Reads one connection (the planner's when `peer` is `None`).
 pub(super) fn spawn_peer_receiver(
@@ -129,8 +105,7 @@ fn attach_peer(
     reader: FrameReader,
     control: &Sender<Control>,
 ) {
-    let link = shared.ensure_link(w);
-    let Some(rx) = lock(&shared.pending_peers).remove(&w) else {
+    let Some((link, rx)) = shared.peers.connect(w) else {
         tracing::warn!("worker {}: second connection from {w} ignored", shared.me);
         return;
     };
@@ -201,15 +176,4 @@ pub(super) fn spawn_acceptor(
             Err(e) => tracing::error!("worker {}: rejected connection: {e}", shared.me),
         },
     );
-}
-
-/// Peers whose connection is up.
-pub(super) fn connected_peers(shared: &WorkerShared) -> Vec<WorkerId> {
-    let pending = lock(&shared.pending_peers);
-    read(&shared.peers)
-        .iter()
-        .enumerate()
-        .filter(|(w, l)| l.is_some() && !pending.contains_key(&WorkerId::from(*w)))
-        .map(|(w, _)| WorkerId::from(w))
-        .collect()
 }

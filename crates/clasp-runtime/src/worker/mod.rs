@@ -20,6 +20,7 @@ mod gate;
 mod mesh;
 mod migrate;
 mod monitor;
+mod peers;
 pub mod scheduler;
 mod timing;
 
@@ -36,10 +37,8 @@ use clasp_core::rng::SeededRng;
 use clasp_core::state::StateStore;
 use clasp_core::sync::{lock, read, write};
 use clasp_core::{DynOperator, OperatorId, Pipeline, WorkerId};
-use crossbeam_channel::Receiver;
 use executor::Target;
 use scheduler::Scheduler;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -71,8 +70,7 @@ pub struct WorkerShared {
     /// Current routing epoch (checked by executors before each request).
     pub epoch: AtomicU64,
     routing: RwLock<Arc<Routing>>,
-    peers: RwLock<Vec<Option<Link>>>,
-    pending_peers: Mutex<HashMap<WorkerId, Receiver<Message>>>,
+    peers: peers::PeerLinks,
     /// The threads writing to the planner and the peers, joined before the worker exits so
     /// nothing it queued for them is lost.
     senders: Mutex<Vec<std::thread::JoinHandle<()>>>,
@@ -118,7 +116,7 @@ impl WorkerShared {
 
     /// Queues a message for peer `w`.
     pub fn send_to_peer(&self, w: WorkerId, m: Message) {
-        let link = read(&self.peers).get(w.index()).and_then(Clone::clone);
+        let link = self.peers.get(w);
         match link {
             Some(l) => {
                 if !l.send(m) {
@@ -190,7 +188,7 @@ impl WorkerShared {
         let routing = Arc::new(Routing::new(&self.pipeline, plan));
         for w in 0..routing.workers() {
             if WorkerId(w) != self.me {
-                self.ensure_link(WorkerId(w));
+                self.peers.ensure(WorkerId(w));
             }
         }
         *write(&self.routing) = routing.clone();
