@@ -54,6 +54,9 @@ pub struct OpReport {
     pub emitted: u64,
     /// Total execution time (µs).
     pub exec_us: f64,
+    /// Total of the squared execution times (µs²), where measured; 0 otherwise.
+    #[serde(default)]
+    pub exec_sq_us2: f64,
     /// Total queue wait (µs).
     pub wait_us: f64,
     /// Executions that touched state.
@@ -277,6 +280,7 @@ pub fn observe(p: &Pipeline, reports: &[&WorkerReport], w: &Window<'_>) -> Obser
             t.records += op.records;
             t.emitted += op.emitted;
             t.exec_us += op.exec_us;
+            t.exec_sq_us2 += op.exec_sq_us2;
             t.wait_us += op.wait_us;
             t.touched += op.touched;
         }
@@ -340,12 +344,23 @@ fn operator_stats(name: String, t: &OpReport, keys: u64, secs: f64) -> OperatorS
         processed_rate: n as f64 / secs,
         records_rate: t.records as f64 / secs,
         exec_time_us: per(t.exec_us),
+        exec_time_scv: scv(n, t.exec_us, t.exec_sq_us2),
         queue_wait_us: per(t.wait_us),
         state_touch_fraction: per(t.touched as f64),
         state_keys: keys,
         selectivity: if t.records > 0 { t.emitted as f64 / t.records as f64 } else { 0.0 },
         ..OperatorStats::default()
     }
+}
+
+/// The squared coefficient of variation of `n` execution times from their total and the total
+/// of their squares; `None` where the squares were not measured.
+fn scv(n: u64, total: f64, squares: f64) -> Option<f64> {
+    if n < 2 || total <= 0.0 || squares <= 0.0 {
+        return None;
+    }
+    let mean = total / n as f64;
+    Some((squares / n as f64 / (mean * mean) - 1.0).max(0.0))
 }
 
 #[cfg(test)]
@@ -418,6 +433,31 @@ mod tests {
         assert!((w0.queue_wait_ms - (2e5 / 11.0) / 1e3).abs() < 1e-9);
         let row = b.worker_stats(&p);
         assert!(row.saturated && row.exec_load == 300.0 * 4400.0);
+    }
+
+    #[test]
+    fn execution_time_variability_is_pooled_over_the_window() {
+        // Worker 0 ran 2 requests of 100 and 300 µs, worker 1 two of 200 µs: mean 200 µs,
+        // variance (100² + 100² + 0 + 0) / 4 = 5,000 µs², so 5,000 / 200² = 1/8.
+        let p = pipeline("wc.toml");
+        let ran = |worker: u32, times: [f64; 2]| {
+            let mut r = report(worker, 2, false);
+            r.ops[0].exec_us = times.iter().sum();
+            r.ops[0].exec_sq_us2 = times.iter().map(|t| t * t).sum();
+            r
+        };
+        let (a, b) = (ran(0, [100.0, 300.0]), ran(1, [200.0, 200.0]));
+        let window = Window {
+            inputs: &[4.0],
+            completed: &[4.0],
+            planner_queue: 0.0,
+            workers_used: 2,
+            batch_size: 1,
+        };
+        let s = observe(&p, &[&a, &b], &window);
+        let scv = s.operators[0].exec_time_scv.expect("measured");
+        assert!((scv - 0.125).abs() < 1e-12, "{scv}");
+        assert_eq!(s.operators[1].exec_time_scv, None, "no squares reported");
     }
 
     #[test]

@@ -64,6 +64,9 @@ pub struct OperatorStats {
     pub records_rate: f64,
     /// τ̄_o: mean execution time per request (µs), processing-rate weighted over workers.
     pub exec_time_us: f64,
+    /// Squared coefficient of variation of the execution time (variance / mean²), where
+    /// measured: 0 for a constant time, 1 for an exponential one.
+    pub exec_time_scv: Option<f64>,
     /// Mean time a request waited in a worker queue before executing (µs); Zhang24's t_s.
     pub queue_wait_us: f64,
     /// Instances currently configured (Σ_w P_{o,w}).

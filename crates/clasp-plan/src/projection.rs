@@ -26,6 +26,8 @@ struct Observed {
     records: f64,
     /// τ̄_o (µs).
     exec_us: f64,
+    /// Variance / mean² of τ_o.
+    exec_scv: f64,
     /// E_{o→o_s} at Λ, in output-port order, operator successors only.
     edges: Vec<Edge>,
     /// Records per second along each of `edges` (0 where not measured).
@@ -50,6 +52,8 @@ pub struct Projection {
     pub rate: Vec<f64>,
     /// τ̄_o (µs), left unscaled.
     pub exec_us: Vec<f64>,
+    /// Variance / mean² of τ_o: as measured, 1 (exponential) where it was not.
+    pub exec_scv: Vec<f64>,
     /// D̃_o = Ñ_o·τ̄_o (µs/s, Eq. 7).
     pub demand: Vec<f64>,
     /// Ẽ out of each operator (Eq. 6).
@@ -86,6 +90,7 @@ impl Projection {
             current_instances: current,
             rate: Vec::new(),
             exec_us: observed.iter().map(|o| o.exec_us).collect(),
+            exec_scv: observed.iter().map(|o| o.exec_scv).collect(),
             demand: Vec::new(),
             edges: Vec::new(),
             observed,
@@ -284,6 +289,10 @@ fn observe(p: &Pipeline, stats: &ObservedStats, default_exec_us: f64) -> Vec<Obs
                 processed: seen.map_or(0.0, |s| s.processed_rate.max(0.0)),
                 records: seen.map_or(0.0, |s| s.records_rate.max(0.0)),
                 exec_us: seen.map_or(default_exec_us, |s| s.exec_time_us.max(0.0)),
+                exec_scv: seen
+                    .and_then(|s| s.exec_time_scv)
+                    .filter(|v| v.is_finite())
+                    .map_or(1.0, |v| v.max(0.0)),
                 edges,
                 edge_records,
                 instances: seen.map_or(0, |s| s.parallelism),

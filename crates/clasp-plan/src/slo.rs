@@ -3,20 +3,22 @@
 //! SLO, not only to sustain the rate.
 //!
 //! The prediction is a queueing model of a placement at its projected rates:
-//! - each worker is an M/M/c queue whose c servers together deliver its capacity W̄ (c = W̄ in
+//! - each worker is a queue of c servers that together deliver its capacity W̄ (c = W̄ in
 //!   cores, rounded, each server W̄ / c fast), offered the requests its fractions route to it
 //!   (Σ_o Ñ_o σ_o(w)) and busy for its Eq. 8 load, so that its utilization is L_w / W̄; a
-//!   request waits 0 with probability 1 − C and an exponential time with rate (c − a)/s
-//!   otherwise (Erlang C, [`crate::queueing::erlang_c`]);
+//!   request waits 0 with probability 1 − C and an exponential time otherwise (Erlang C,
+//!   [`crate::queueing::erlang_c`]), whose M/M/c mean is scaled by (1 + c_s²)/2 for the
+//!   variability c_s² of the worker's service (Allen–Cunneen);
 //! - a hop of the chain into operator o waits the mixture of its workers' waits weighted by
 //!   σ_o(w), then executes for τ̄_o plus the chained requests it sends (α local, β remote, as
-//!   in Eq. 8), at the server's speed, taken exponential; an operator fed f requests per
-//!   request of its predecessor completes its hop when the last of them does. They share the
-//!   c servers of the workers they go to, C = c / max_w σ_o(w) in all (as if pooled: spread as
-//!   evenly as the busiest worker's share): up to C run at once, the maximum of f such times
-//!   (mean scaled by H_f, variance by Σ_{k≤f} 1/k²); beyond C they queue behind each other,
-//!   f − C completions at C times the rate before the last C run (mean scaled by
-//!   (f − C)/C + H_C);
+//!   in Eq. 8), at the server's speed, with the variance / mean² of τ_o the workers measured
+//!   (1, exponential, where they did not); an operator fed f requests per request of its
+//!   predecessor completes its hop when the last of them does. They share the c servers of the
+//!   workers they go to, C = c / max_w σ_o(w) in all (as if pooled: spread as evenly as the
+//!   busiest worker's share): up to C run at once and the rest queue behind them — for an
+//!   exponential time the maximum of C (mean scaled by H_C) after f − C completions at C
+//!   times the rate, for a constant one ⌈f/C⌉ rounds, in between a blend by the variability
+//!   ([`slowest_of`]);
 //! - a chain completes when its slowest path does: the path of largest mean, whose hops'
 //!   means and variances add; its 95th percentile is that of a gamma distribution with the
 //!   same mean and variance (Wilson–Hilferty).
@@ -60,10 +62,18 @@ pub fn predicted_p95_us(
     c: &Coefficients,
 ) -> f64 {
     let servers = Servers::of(c.capacity);
-    let Some(waits) = worker_waits(proj, placement, loads, c.capacity, servers) else {
+    let fractions = Fractions::of(placement);
+    // Each operator's execution on a server (µs): its own time and its dispatch.
+    let exec: Vec<Moments> = (0..p.operators.len())
+        .map(|o| {
+            let mean = (proj.exec_us[o] + dispatch_us(proj, &fractions, OperatorId::from(o), c))
+                / servers.speed;
+            Moments { mean, var: proj.exec_scv[o] * mean * mean }
+        })
+        .collect();
+    let Some(waits) = worker_waits(proj, placement, loads, c.capacity, servers, &exec) else {
         return f64::INFINITY;
     };
-    let fractions = Fractions::of(placement);
     let hop = |o: OperatorId, fan_out: f64| -> Moments {
         let op = &placement.operators[o.index()];
         let (mut mean, mut second) = (0.0, 0.0);
@@ -72,8 +82,8 @@ pub fn predicted_p95_us(
             mean += s.fraction * w.mean;
             second += s.fraction * (w.var + w.mean * w.mean);
         }
-        let exec = (proj.exec_us[o.index()] + dispatch_us(proj, &fractions, o, c)) / servers.speed;
-        let one = Moments { mean: mean + exec, var: (second - mean * mean).max(0.0) + exec * exec };
+        let wait = Moments { mean, var: (second - mean * mean).max(0.0) };
+        let one = wait + exec[o.index()];
         let busiest = op.shares.iter().map(|s| s.fraction).fold(0.0, f64::max);
         slowest_of(one, fan_out, f64::from(servers.count) / busiest.max(1e-9))
     };
@@ -152,26 +162,30 @@ fn dispatch_us(proj: &Projection, fr: &Fractions, o: OperatorId, c: &Coefficient
         .sum()
 }
 
-/// The wait of a request at every worker, `None` when one is at or over its capacity.
+/// The wait of a request at every worker, `None` when one is at or over its capacity. The
+/// M/M/c wait is scaled by (1 + c_s²)/2 (Allen–Cunneen, Poisson arrivals), c_s² the variance
+/// / mean² of the worker's service: the mixture of the executions (`exec`) it is offered.
 fn worker_waits(
     proj: &Projection,
     placement: &Placement,
     loads: &[WorkerLoad],
     capacity: f64,
     servers: Servers,
+    exec: &[Moments],
 ) -> Option<Vec<Moments>> {
     let c = f64::from(servers.count);
     (0..placement.workers as usize)
         .map(|w| {
-            let arrivals: f64 = placement
-                .operators
-                .iter()
-                .enumerate()
-                .flat_map(|(o, op)| {
-                    op.shares.iter().filter(|s| s.worker.index() == w).map(move |s| (o, s))
-                })
-                .map(|(o, s)| proj.rate[o] * s.fraction)
-                .sum();
+            let (mut arrivals, mut first, mut second) = (0.0, 0.0, 0.0);
+            for (o, op) in placement.operators.iter().enumerate() {
+                for s in op.shares.iter().filter(|s| s.worker.index() == w) {
+                    let rate = proj.rate[o] * s.fraction;
+                    let e = exec[o];
+                    arrivals += rate;
+                    first += rate * e.mean;
+                    second += rate * (e.var + e.mean * e.mean);
+                }
+            }
             let load = loads.get(w).map_or(0.0, |l| l.load);
             if arrivals <= 0.0 || load <= 0.0 {
                 return Some(Moments::default());
@@ -184,7 +198,8 @@ fn worker_waits(
             let a = c * utilization;
             let service_us = a / arrivals * 1e6;
             let waits = erlang_c(servers.count, a);
-            let rate = (c - a) / service_us;
+            let scv = if first > 0.0 { second * arrivals / (first * first) - 1.0 } else { 1.0 };
+            let rate = (c - a) / service_us * 2.0 / (1.0 + scv.max(0.0));
             Some(Moments { mean: waits / rate, var: waits * (2.0 - waits) / (rate * rate) })
         })
         .collect()
@@ -197,23 +212,29 @@ fn fan_out(proj: &Projection, from: OperatorId, to: OperatorId) -> f64 {
     if rate > 0.0 { (edge / rate).max(1.0) } else { 1.0 }
 }
 
-/// When the last of `f` copies of a latency with moments `m`, each taken exponential with its
-/// mean and sent together to `servers` servers, completes (both rounded): up to `servers` at once
-/// the slowest of them, mean · H_f and variance mean² · Σ_{k≤f} 1/k²; the copies beyond queue,
+/// When the last of `f` copies of a latency with moments `m`, sent together to `servers`
+/// servers, completes (both rounded). For an exponential latency: up to c = `servers` at once
+/// the slowest of them, mean · H_c and variance mean² · Σ_{k≤c} 1/k²; the copies beyond queue,
 /// and the f − c first completions come c times as fast, adding mean · (f − c)/c to the mean
-/// and mean² · (f − c)/c² to the variance before the last c run.
+/// and mean² · (f − c)/c² to the variance before the last c run. For a constant one: ⌈f/c⌉
+/// rounds of it. In between, with k = var/mean² (taken at most 1): the spread of the slowest
+/// of c scales with the standard deviation, mean · √k (H_c − 1), and the queued copies add
+/// k (f − c)/c + (1 − k)(⌈f/c⌉ − 1) means; the variance scales with `m`'s.
 fn slowest_of(m: Moments, f: f64, servers: f64) -> Moments {
     let n = f.round().clamp(1.0, 1e6) as u64;
-    if n == 1 {
+    if n == 1 || m.mean <= 0.0 {
         return m;
     }
     let c = n.min(servers.round().clamp(1.0, 1e6) as u64);
+    let k = (m.var / (m.mean * m.mean)).clamp(0.0, 1.0);
     let harmonic: f64 = (1..=c).map(|k| 1.0 / k as f64).sum();
     let squares: f64 = (1..=c).map(|k| 1.0 / (k * k) as f64).sum();
     let queued = (n - c) as f64 / c as f64;
+    let rounds = n.div_ceil(c) as f64;
+    let spread = k.sqrt() * (harmonic - 1.0);
     Moments {
-        mean: m.mean * (harmonic + queued),
-        var: m.mean * m.mean * (squares + queued / c as f64),
+        mean: m.mean * (1.0 + spread + k * queued + (1.0 - k) * (rounds - 1.0)),
+        var: m.var * (squares + queued / c as f64),
     }
 }
 
@@ -303,9 +324,10 @@ mod tests {
         assert_eq!(slowest_of(m, 1.0, 8.0), m);
     }
 
-    /// n exponential jobs of mean 1 dealt in turn to `workers` workers of c servers each,
-    /// simulated: the mean and variance of when the last completes.
-    fn simulated_fork(n: usize, workers: usize, c: usize, runs: usize) -> Moments {
+    /// n jobs of mean 1 dealt in turn to `workers` workers of c servers each, simulated: the
+    /// mean and variance of when the last completes. Each job's time is Erlang with `phases`
+    /// phases (variance / mean² = 1/phases: 1 is exponential), constant for 0 phases.
+    fn simulated_fork(n: usize, workers: usize, c: usize, runs: usize, phases: u32) -> Moments {
         use clasp_core::rng::SeededRng;
         use rand::{RngExt, SeedableRng};
         let mut rng = SeededRng::seed_from_u64(7);
@@ -322,7 +344,12 @@ mod tests {
                     .enumerate()
                     .min_by(|a, b| a.1.total_cmp(&b.1))
                     .expect("c > 0");
-                let service = -(1.0 - rng.random::<f64>()).ln();
+                let service = if phases == 0 {
+                    1.0
+                } else {
+                    (0..phases).map(|_| -(1.0 - rng.random::<f64>()).ln()).sum::<f64>()
+                        / f64::from(phases)
+                };
                 free[i] = start + service;
                 last = last.max(free[i]);
             }
@@ -339,7 +366,7 @@ mod tests {
         // On one worker the model is exact for exponential service.
         for (n, c) in [(3, 8), (12, 3), (6, 3), (4, 3), (20, 1), (40, 10)] {
             let model = slowest_of(m, n as f64, c as f64);
-            let sim = simulated_fork(n, 1, c, 40_000);
+            let sim = simulated_fork(n, 1, c, 40_000, 1);
             let (dm, dv) = ((model.mean - sim.mean) / sim.mean, (model.var - sim.var) / sim.var);
             assert!(dm.abs() < 0.02 && dv.abs() < 0.06, "{n} on {c}: {model:?} vs {sim:?}");
         }
@@ -347,9 +374,59 @@ mod tests {
         // to another worker's idle server.
         for (n, workers, c) in [(12, 2, 3), (12, 3, 3), (12, 4, 3), (30, 3, 10)] {
             let model = slowest_of(m, n as f64, (workers * c) as f64);
-            let sim = simulated_fork(n, workers, c, 40_000);
+            let sim = simulated_fork(n, workers, c, 40_000, 1);
             let dm = (model.mean - sim.mean) / sim.mean;
             assert!((-0.06..0.01).contains(&dm), "{n} on {workers} x {c}: {model:?} vs {sim:?}");
         }
+    }
+
+    #[test]
+    fn constant_copies_take_whole_rounds_and_variable_ones_lie_between() {
+        // Constant time: exactly ⌈n/c⌉ rounds, on one worker or pooled over several.
+        let constant = Moments { mean: 1.0, var: 0.0 };
+        for (n, workers, c) in [(12, 1, 3), (12, 2, 3), (12, 3, 3), (11, 4, 3), (3, 1, 8)] {
+            let model = slowest_of(constant, n as f64, (workers * c) as f64);
+            let sim = simulated_fork(n, workers, c, 10, 0);
+            assert_eq!(model, sim, "{n} on {workers} x {c}");
+        }
+        // Erlang times (variance / mean² of 1/10, 1/4, 1/2): within 8 % of the simulation where
+        // the copies fill whole rounds of the servers; above it (≤ 25 %) where the last round
+        // is partial, whose copies start as the first of the round before end, not after all.
+        for phases in [2u32, 4, 10] {
+            let m = Moments { mean: 1.0, var: 1.0 / f64::from(phases) };
+            let cases = [(3, 1, 8), (12, 1, 3), (12, 2, 3), (6, 1, 3), (40, 1, 10), (12, 3, 3)];
+            for (n, workers, c) in cases.into_iter().chain([(4, 1, 3), (12, 4, 3)]) {
+                let model = slowest_of(m, n as f64, (workers * c) as f64);
+                let sim = simulated_fork(n, workers, c, 20_000, phases);
+                let dm = (model.mean - sim.mean) / sim.mean;
+                let whole = n <= workers * c || n % (workers * c) == 0;
+                let ok = if whole { dm.abs() < 0.08 } else { (-0.05..0.25).contains(&dm) };
+                assert!(ok, "{phases} phases, {n} on {workers} x {c}: {model:?} vs {sim:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_one_slot_worker_with_a_constant_service_waits_as_pollaczek_khinchine_says() {
+        // M/D/1: the mean wait is ρ s / (2 (1 − ρ)), half the M/M/1 wait.
+        let p = pipeline(ONE_OP);
+        let (rate, s) = (1_500.0, 400.0);
+        let mut stats = ObservedStats::from_spec(&p, rate, s);
+        stats.operators[0].exec_time_scv = Some(0.0);
+        let proj = Projection::new(&p, &stats, rate, s, 1).unwrap();
+        let placement = at(&proj, Placement::single_worker(&p, &[1]));
+        let c = Coefficients { alpha: 0.0, beta: 0.0, gamma: 0.0, capacity: 1e6 };
+        let loads = placement_loads(&proj, &placement, &c, 1e6);
+        let exec = [Moments { mean: s, var: 0.0 }];
+        let waits = worker_waits(&proj, &placement, &loads, 1e6, Servers::of(1e6), &exec).unwrap();
+        let rho = rate * s / 1e6;
+        let exact = rho * s / (2.0 * (1.0 - rho));
+        assert!((waits[0].mean - exact).abs() / exact < 1e-9, "{:?} vs {exact}", waits[0]);
+        // And its p95 is below the exponential service's at the same load.
+        let constant = predicted_p95_us(&p, &proj, &placement, &loads, &c);
+        stats.operators[0].exec_time_scv = None;
+        let proj = Projection::new(&p, &stats, rate, s, 1).unwrap();
+        let exponential = predicted_p95_us(&p, &proj, &placement, &loads, &c);
+        assert!(constant < exponential, "{constant} vs {exponential}");
     }
 }

@@ -68,6 +68,8 @@ pub struct OpCount {
     pub emitted: u64,
     /// Execution time of those (µs).
     pub exec_us: f64,
+    /// Their squared execution times (µs²).
+    pub exec_sq_us2: f64,
     /// Queue wait of those (µs).
     pub wait_us: f64,
     /// CPU spent dispatching their chained requests (µs).

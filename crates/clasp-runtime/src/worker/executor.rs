@@ -9,7 +9,7 @@
 //! causes none returns its credit to the planner.
 
 use super::WorkerShared;
-use crate::metrics::{ExecCounters, bump};
+use crate::metrics::{EXEC_SQ_UNIT_NS2, ExecCounters, bump};
 use crate::request::{Request, split_credit};
 use crate::routing::Routing;
 use crate::service;
@@ -566,7 +566,10 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
         if timed {
             clock = Instant::now();
             bump(&c.timed, weight);
-            bump(&c.exec_ns, weight * clock.duration_since(started).as_nanos() as u64);
+            let exec_ns = clock.duration_since(started).as_nanos() as u64;
+            bump(&c.exec_ns, weight * exec_ns);
+            let sq = u128::from(exec_ns).pow(2) / u128::from(EXEC_SQ_UNIT_NS2);
+            bump(&c.exec_sq, u64::try_from(u128::from(weight) * sq).unwrap_or(u64::MAX));
             if let Some(at) = req.enqueued {
                 bump(&c.wait_ns, weight * started.saturating_duration_since(at).as_nanos() as u64);
             }

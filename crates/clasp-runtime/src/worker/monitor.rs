@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 /// Running totals, to turn counters into per-interval deltas.
 #[derive(Default)]
 struct Totals {
-    ops: Vec<[u64; 7]>,
+    ops: Vec<[u64; 8]>,
     edges: Vec<u64>,
     edge_records: Vec<u64>,
     local: u64,
@@ -24,7 +24,7 @@ struct Totals {
 fn totals(shared: &WorkerShared) -> Totals {
     let n_ops = shared.pipeline.operators.len();
     let mut t = Totals {
-        ops: vec![[0; 7]; n_ops],
+        ops: vec![[0; 8]; n_ops],
         edges: vec![0; shared.pipeline.streams.len()],
         edge_records: vec![0; shared.pipeline.streams.len()],
         groups: shared
@@ -48,6 +48,7 @@ fn totals(shared: &WorkerShared) -> Totals {
                 &oc.wait_ns,
                 &oc.touched,
                 &oc.timed,
+                &oc.exec_sq,
             ];
             for (acc, x) in t.ops[o].iter_mut().zip(v) {
                 *acc += x.load(Ordering::Relaxed);
@@ -147,6 +148,7 @@ fn build(
                 records: d(1),
                 emitted: d(2),
                 exec_us: per_request(3) * d(0) as f64 / 1e3,
+                exec_sq_us2: per_request(7) * d(0) as f64,
                 wait_us: per_request(4) * d(0) as f64 / 1e3,
                 touched: d(5),
                 state_keys: if shared.pipeline.operators[o].stateful {

@@ -128,6 +128,7 @@ impl Simulation<'_> {
         oc.processed += 1;
         oc.emitted += u64::from(sent);
         oc.exec_us += job.exec_us;
+        oc.exec_sq_us2 += job.exec_us * job.exec_us;
         oc.wait_us += job.wait_us;
         oc.dispatch_us += job.dispatch_us;
         if self.chains.finish_request(job.req.chain, sent, now) {

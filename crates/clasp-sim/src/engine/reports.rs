@@ -114,6 +114,7 @@ impl Simulation<'_> {
                 records: o.processed,
                 emitted: o.emitted,
                 exec_us: o.exec_us,
+                exec_sq_us2: o.exec_sq_us2,
                 wait_us: o.wait_us,
                 touched: if m.keyed { o.processed } else { 0 },
                 state_keys,
