@@ -11,7 +11,8 @@ pub fn bump(c: &AtomicU64, by: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
 }
 
-/// The unit of [`OpCounters::exec_sq`] (ns²): 1 µs², so an hour of 10 ms executions fits.
+/// The unit of [`OpCounters::exec_sq`] (ns²): 1 µs², so its total holds 10¹¹ executions of
+/// 10 ms.
 pub const EXEC_SQ_UNIT_NS2: u64 = 1_000_000;
 
 /// Totals for one operator.
@@ -28,8 +29,8 @@ pub struct OpCounters {
     pub timed: AtomicU64,
     /// Execution time of the timed requests, each times its weight (ns).
     pub exec_ns: AtomicU64,
-    /// Squared execution time of the timed requests, each times its weight
-    /// (ns² / [`EXEC_SQ_UNIT_NS2`], saturating): with `exec_ns`, its variability.
+    /// Squared execution time of the timed requests, each times its weight (in units of
+    /// [`EXEC_SQ_UNIT_NS2`]): with `exec_ns`, its variability.
     pub exec_sq: AtomicU64,
     /// Time the timed requests waited in the queue, each times its weight (ns).
     pub wait_ns: AtomicU64,

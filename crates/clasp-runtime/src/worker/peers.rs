@@ -21,6 +21,21 @@ struct Table {
     waiting: HashMap<WorkerId, Receiver<Message>>,
 }
 
+impl Table {
+    fn ensure(&mut self, w: WorkerId) -> Link {
+        if self.links.len() <= w.index() {
+            self.links.resize(w.index() + 1, None);
+        }
+        if let Some(l) = &self.links[w.index()] {
+            return l.clone();
+        }
+        let (link, rx) = Link::pending();
+        self.links[w.index()] = Some(link.clone());
+        self.waiting.insert(w, rx);
+        link
+    }
+}
+
 /// A worker's links to its peers.
 #[derive(Default)]
 pub(super) struct PeerLinks {
@@ -35,24 +50,15 @@ impl PeerLinks {
 
     /// The link to `w`, created (its queue waiting for the connection) if new.
     pub(super) fn ensure(&self, w: WorkerId) -> Link {
-        let mut t = write(&self.table);
-        if t.links.len() <= w.index() {
-            t.links.resize(w.index() + 1, None);
-        }
-        if let Some(l) = &t.links[w.index()] {
-            return l.clone();
-        }
-        let (link, rx) = Link::pending();
-        t.links[w.index()] = Some(link.clone());
-        t.waiting.insert(w, rx);
-        link
+        write(&self.table).ensure(w)
     }
 
     /// Takes the link to `w` and its queue for a connection that just came up, creating the
     /// link if new; `None` when the link is already connected.
     pub(super) fn connect(&self, w: WorkerId) -> Option<(Link, Receiver<Message>)> {
-        let link = self.ensure(w);
-        let rx = write(&self.table).waiting.remove(&w)?;
+        let mut t = write(&self.table);
+        let link = t.ensure(w);
+        let rx = t.waiting.remove(&w)?;
         Some((link, rx))
     }
 
