@@ -239,8 +239,8 @@ fn slowest_of(m: Moments, f: f64, servers: f64) -> Moments {
     }
     let c = n.min(servers.round().clamp(1.0, 1e6) as u64);
     let k = (m.var / (m.mean * m.mean)).clamp(0.0, 1.0);
-    let harmonic: f64 = (1..=c).map(|k| 1.0 / k as f64).sum();
-    let squares: f64 = (1..=c).map(|k| 1.0 / (k * k) as f64).sum();
+    let harmonic: f64 = (1..=c).map(|i| 1.0 / i as f64).sum();
+    let squares: f64 = (1..=c).map(|i| 1.0 / (i * i) as f64).sum();
     let queued = (n - c) as f64 / c as f64;
     let rounds = n.div_ceil(c) as f64;
     let spread = k.sqrt() * (harmonic - 1.0);
