@@ -212,19 +212,19 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
         for &policy in &policies {
             progress.step(&format!("{} {policy}", regime.label()));
             let (out, timeline) = run_policy(policy, regime, o, &s, &pattern, &lines)?;
-            let s = &out.summary;
+            let summary = &out.summary;
             let mean = time_weighted_mean(&timeline);
             let max = timeline.iter().map(|(_, w)| *w).max().unwrap_or(0);
             t.row(vec![
                 regime.label().into(),
                 policy.name().into(),
-                sig(s.throughput),
-                sig(s.latency.p50_us as f64 / 1e3),
-                sig(s.latency.p95_us as f64 / 1e3),
+                sig(summary.throughput),
+                sig(summary.latency.p50_us as f64 / 1e3),
+                sig(summary.latency.p95_us as f64 / 1e3),
                 sig(mean),
                 max.to_string(),
                 out.stats.scaling_events.len().to_string(),
-                format!("{}/{}", s.completed, s.input_requests),
+                format!("{}/{}", summary.completed, summary.input_requests),
             ]);
             for (time, w) in timeline {
                 over_time.row(vec![
@@ -253,8 +253,8 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
             outcomes.push(Outcome {
                 policy,
                 regime: regime.label(),
-                throughput: s.throughput,
-                p50_ms: s.latency.p50_us as f64 / 1e3,
+                throughput: summary.throughput,
+                p50_ms: summary.latency.p50_us as f64 / 1e3,
                 convergence: c,
             });
         }
