@@ -43,6 +43,50 @@ impl Latency {
     }
 }
 
+/// The times between consecutive events of an arrival process (µs): how many, their sum and
+/// the sum of their squares, so that windows add up and the variability follows.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Gaps {
+    /// Gaps measured.
+    pub count: u64,
+    /// Their sum (µs).
+    pub sum_us: f64,
+    /// The sum of their squares (µs²).
+    pub sum_sq_us2: f64,
+}
+
+impl Gaps {
+    /// Fewest gaps a variability is computed from.
+    pub const MIN_COUNT: u64 = 20;
+
+    /// Adds one gap.
+    pub fn push(&mut self, gap_us: f64) {
+        self.count += 1;
+        self.sum_us += gap_us;
+        self.sum_sq_us2 += gap_us * gap_us;
+    }
+
+    /// The variability over several intervals: each interval's (of those with enough gaps),
+    /// weighted by its gaps. Not that of the gaps pooled: a change of the rate between
+    /// intervals is no variability of the arrivals.
+    pub fn mean_scv<'a>(intervals: impl IntoIterator<Item = &'a Gaps>) -> Option<f64> {
+        let (weighted, count) = intervals
+            .into_iter()
+            .filter_map(|g| Some((g.scv()?, g.count as f64)))
+            .fold((0.0, 0.0), |(s, n), (v, c)| (s + v * c, n + c));
+        (count > 0.0).then(|| weighted / count)
+    }
+
+    /// Variance / mean² of the gaps (0 for a paced process, 1 for a Poisson one), from at
+    /// least [`Gaps::MIN_COUNT`] of them.
+    pub fn scv(&self) -> Option<f64> {
+        if self.count < Self::MIN_COUNT {
+            return None;
+        }
+        scv(self.count, self.sum_us, self.sum_sq_us2)
+    }
+}
+
 /// One operator's part of a report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OpReport {
@@ -333,6 +377,7 @@ pub fn observe(p: &Pipeline, reports: &[&WorkerReport], w: &Window<'_>) -> Obser
         workers,
         coefficients: None,
         saturated_per_worker_rate: None,
+        arrival_scv: None,
     }
 }
 
@@ -366,6 +411,35 @@ fn scv(n: u64, total: f64, squares: f64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gaps_tell_paced_from_poisson_arrivals() {
+        let mut paced = Gaps::default();
+        for _ in 0..100 {
+            paced.push(250.0);
+        }
+        assert_eq!(paced.scv(), Some(0.0));
+        // Exponential gaps by inversion of evenly spaced quantiles: variance / mean² → 1.
+        let mut poisson = Gaps::default();
+        let n = 100_000;
+        for i in 0..n {
+            poisson.push(-(1.0 - (i as f64 + 0.5) / n as f64).ln() * 250.0);
+        }
+        let scv = poisson.scv().expect("enough gaps");
+        assert!((scv - 1.0).abs() < 0.01, "{scv}");
+        let mut few = Gaps::default();
+        few.push(1.0);
+        assert_eq!(few.scv(), None, "one gap is no variability");
+        // A paced input that doubles its rate between two intervals is still paced.
+        let mut faster = Gaps::default();
+        for _ in 0..100 {
+            faster.push(125.0);
+        }
+        assert_eq!(Gaps::mean_scv([&paced, &faster, &few]), Some(0.0));
+        let w = Gaps::mean_scv([&paced, &poisson]).expect("measured");
+        assert!((w - scv * 100_000.0 / 100_100.0).abs() < 1e-12, "weighted by gaps: {w}");
+        assert_eq!(Gaps::mean_scv([&few]), None);
+    }
 
     fn pipeline(name: &str) -> Pipeline {
         let path =

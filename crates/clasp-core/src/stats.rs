@@ -164,6 +164,9 @@ pub struct ObservedStats {
     /// FaaSFlow's per-worker count: mean per-worker throughput over the last saturated
     /// observations (requests/s), if any were saturated.
     pub saturated_per_worker_rate: Option<f64>,
+    /// Variance / mean² of the times between input requests dispatched to the workers, where
+    /// measured: 0 for a paced input, 1 for a Poisson one.
+    pub arrival_scv: Option<f64>,
 }
 
 /// Errors reading a statistics file against a pipeline.

@@ -54,6 +54,9 @@ pub struct Projection {
     pub exec_us: Vec<f64>,
     /// Variance / mean² of τ_o: as measured, 1 (exponential) where it was not.
     pub exec_scv: Vec<f64>,
+    /// Variance / mean² of the times between input requests: as measured, 1 (Poisson) where
+    /// it was not.
+    pub arrival_scv: f64,
     /// D̃_o = Ñ_o·τ̄_o (µs/s, Eq. 7).
     pub demand: Vec<f64>,
     /// Ẽ out of each operator (Eq. 6).
@@ -91,6 +94,7 @@ impl Projection {
             rate: Vec::new(),
             exec_us: observed.iter().map(|o| o.exec_us).collect(),
             exec_scv: observed.iter().map(|o| o.exec_scv).collect(),
+            arrival_scv: stats.arrival_scv.filter(|v| v.is_finite()).map_or(1.0, |v| v.max(0.0)),
             demand: Vec::new(),
             edges: Vec::new(),
             observed,

@@ -86,9 +86,10 @@ pub fn predicted_p95_us(
             second += s.fraction * (w.var + w.mean * w.mean);
         }
         let wait = Moments { mean, var: (second - mean * mean).max(0.0) };
-        let one = wait + exec[o.index()];
         let busiest = op.shares.iter().map(|s| s.fraction).fold(0.0, f64::max);
-        slowest_of(one, fan_out, f64::from(servers.count) / busiest.max(1e-9))
+        let reached = op.shares.iter().filter(|s| s.fraction > 0.0).count().max(1) as f64;
+        let servers = f64::from(servers.count) / busiest.max(1e-9);
+        copies(wait, exec[o.index()], fan_out, servers, reached)
     };
     // The slowest path into each operator, in topological order.
     let mut into: Vec<Moments> = vec![Moments::default(); p.operators.len()];
@@ -175,8 +176,10 @@ fn dispatch_us(proj: &Projection, fr: &Fractions, o: OperatorId, c: &Coefficient
 }
 
 /// The wait of a request at every worker, `None` when one is at or over its capacity. The
-/// M/M/c wait is scaled by (1 + c_s²)/2 (Allen–Cunneen, Poisson arrivals), c_s² the variance
-/// / mean² of the worker's service: the mixture of the executions (`exec`) it is offered.
+/// M/M/c wait is scaled by (c_a² + c_s²)/2 (Allen–Cunneen): c_a² the variance / mean² of the
+/// times between input requests, as measured (taken at most the Poisson process's 1: a window
+/// straddling a change of the rate mixes two paces), c_s² that of the worker's service, the
+/// mixture of the executions (`exec`) it is offered.
 fn worker_waits(
     proj: &Projection,
     placement: &Placement,
@@ -186,6 +189,7 @@ fn worker_waits(
     exec: &[Moments],
 ) -> Option<Vec<Moments>> {
     let c = f64::from(servers.count);
+    let arrival_scv = proj.arrival_scv.clamp(0.0, 1.0);
     (0..placement.workers as usize)
         .map(|w| {
             let (mut arrivals, mut first, mut second) = (0.0, 0.0, 0.0);
@@ -211,8 +215,9 @@ fn worker_waits(
             let service_us = a / arrivals * 1e6;
             let waits = erlang_c(servers.count, a);
             let scv = if first > 0.0 { second * arrivals / (first * first) - 1.0 } else { 1.0 };
-            let rate = (c - a) / service_us * 2.0 / (1.0 + scv.max(0.0));
-            Some(Moments { mean: waits / rate, var: waits * (2.0 - waits) / (rate * rate) })
+            // A request that waits at all waits an exponential time of this mean.
+            let beyond = service_us / (c - a) * (arrival_scv + scv.max(0.0)) / 2.0;
+            Some(Moments { mean: waits * beyond, var: waits * (2.0 - waits) * beyond * beyond })
         })
         .collect()
 }
@@ -222,6 +227,16 @@ fn fan_out(proj: &Projection, from: OperatorId, to: OperatorId) -> f64 {
     let rate = proj.rate[from.index()];
     let edge: f64 = proj.edges[from.index()].iter().filter(|e| e.to == to).map(|e| e.rate).sum();
     if rate > 0.0 { (edge / rate).max(1.0) } else { 1.0 }
+}
+
+/// When the last of `f` copies sent together into an operator on `servers` servers over
+/// `reached` workers completes, each worker's queue ahead of them waiting `wait` and each copy
+/// executing for `exec`. The copies arrive together, so on one worker they wait for the
+/// work ahead of them once and then for each other's executions in rounds: the slowest of the
+/// workers' waits, then the slowest of the executions ([`slowest_of`]).
+fn copies(wait: Moments, exec: Moments, f: f64, servers: f64, reached: f64) -> Moments {
+    let workers = reached.min(f.round().max(1.0));
+    slowest_of(wait, workers, workers) + slowest_of(exec, f, servers)
 }
 
 /// When the last of `f` copies of a latency with moments `m`, sent together to `servers`
@@ -440,6 +455,56 @@ mod tests {
         let proj = Projection::new(&p, &stats, rate, s, 1).unwrap();
         let exponential = predicted_p95_us(&p, &proj, &placement, &loads, &c);
         assert!(constant < exponential, "{constant} vs {exponential}");
+    }
+
+    /// The waits of `ONE_OP` at 1,500 requests/s of `s` µs on one single-slot worker, with
+    /// the given variability of the arrivals and the service.
+    fn one_slot_waits(arrival_scv: Option<f64>, exec_scv: f64) -> Moments {
+        let p = pipeline(ONE_OP);
+        let (rate, s) = (1_500.0, 400.0);
+        let mut stats = ObservedStats::from_spec(&p, rate, s);
+        stats.arrival_scv = arrival_scv;
+        let proj = Projection::new(&p, &stats, rate, s, 1).unwrap();
+        let placement = at(&proj, Placement::single_worker(&p, &[1]));
+        let c = Coefficients { alpha: 0.0, beta: 0.0, gamma: 0.0, capacity: 1e6 };
+        let loads = placement_loads(&proj, &placement, &c, 1e6);
+        let exec = [Moments { mean: s, var: exec_scv * s * s }];
+        worker_waits(&proj, &placement, &loads, 1e6, Servers::of(1e6), &exec).unwrap()[0]
+    }
+
+    #[test]
+    fn paced_arrivals_wait_less_than_poisson_ones() {
+        // D/D/1 below capacity: nobody waits.
+        assert_eq!(one_slot_waits(Some(0.0), 0.0), Moments::default());
+        // D/M/1 at ρ = 0.6: the exact mean wait is σ s / (1 − σ), σ the root of
+        // σ = exp(−(1 − σ)/ρ); the model lies between it and the M/M/1 wait ρ s / (1 − ρ).
+        let (rho, s) = (0.6f64, 400.0);
+        let mut sigma = 0.5f64;
+        for _ in 0..200 {
+            sigma = (-(1.0 - sigma) / rho).exp();
+        }
+        let exact = sigma * s / (1.0 - sigma);
+        let paced = one_slot_waits(Some(0.0), 1.0).mean;
+        let poisson = one_slot_waits(None, 1.0).mean;
+        assert!((poisson - rho * s / (1.0 - rho)).abs() < 1e-6, "{poisson}");
+        assert!(exact < paced && paced < poisson, "{exact} < {paced} < {poisson}");
+        // Burstier than Poisson is taken as Poisson.
+        assert_eq!(one_slot_waits(Some(3.0), 1.0), one_slot_waits(None, 1.0));
+    }
+
+    #[test]
+    fn copies_sent_together_wait_for_the_work_ahead_once() {
+        // A constant wait W ahead on each of two workers, then 12 constant copies on 3 servers
+        // each: W, then ⌈12/6⌉ rounds — not W in every round.
+        let (w, e) = (500.0, 100.0);
+        let wait = Moments { mean: w, var: 0.0 };
+        let exec = Moments { mean: e, var: 0.0 };
+        assert_eq!(copies(wait, exec, 12.0, 6.0, 2.0), Moments { mean: w + 2.0 * e, var: 0.0 });
+        // One copy is the hop itself.
+        assert_eq!(copies(wait, exec, 1.0, 6.0, 2.0), wait + exec);
+        // Exponential waits on two workers: the slower of two, H_2 = 1.5 times the mean.
+        let exp = Moments { mean: w, var: w * w };
+        assert!((copies(exp, exec, 12.0, 6.0, 2.0).mean - (1.5 * w + 2.0 * e)).abs() < 1e-9);
     }
 
     /// Every worker count's CLASP placement for `input` and its predicted p95.

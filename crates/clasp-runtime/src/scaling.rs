@@ -55,6 +55,7 @@ pub fn interval(p: &Progress, reports: &[WorkerReport]) -> Interval {
         planner_queue: p.planner_queue as f64,
         backlog: (p.planner_queue + p.in_flight) as f64,
         workers: p.workers,
+        arrival_gaps: p.arrival_gaps,
         reports: reports.to_vec(),
     }
 }

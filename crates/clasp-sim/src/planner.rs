@@ -2,6 +2,7 @@
 //! Dispatching (routing each input to a worker) is done by the engine, which owns the routing.
 
 use crate::events::Nanos;
+use clasp_core::report::Gaps;
 use std::collections::VecDeque;
 
 /// The planner's input queue.
@@ -28,6 +29,9 @@ pub struct Planner {
     pub next_paced: u64,
     queue_area: f64,
     last: Nanos,
+    /// When the last input was dispatched, and the gaps between dispatches this interval.
+    last_dispatch: Option<Nanos>,
+    gaps: Gaps,
 }
 
 impl Planner {
@@ -46,6 +50,8 @@ impl Planner {
             next_paced: 0,
             queue_area: 0.0,
             last: 0,
+            last_dispatch: None,
+            gaps: Gaps::default(),
         }
     }
 
@@ -77,7 +83,7 @@ impl Planner {
     pub fn take(&mut self, now: Nanos) -> bool {
         if self.unthrottled {
             self.count_input(now);
-            self.dispatched += 1;
+            self.count_dispatch(now);
             return true;
         }
         self.touch(now);
@@ -88,8 +94,15 @@ impl Planner {
             self.blocked -= 1;
             self.queue.push_back(now);
         }
-        self.dispatched += 1;
+        self.count_dispatch(now);
         true
+    }
+
+    fn count_dispatch(&mut self, now: Nanos) {
+        self.dispatched += 1;
+        if let Some(last) = self.last_dispatch.replace(now) {
+            self.gaps.push(now.saturating_sub(last) as f64 / 1e3);
+        }
     }
 
     /// Inputs waiting, blocked ones included.
@@ -116,6 +129,7 @@ impl Planner {
             inputs: std::mem::take(&mut self.interval_inputs),
             recent_inputs: std::mem::take(&mut self.recent_inputs),
             recent_s,
+            gaps: std::mem::take(&mut self.gaps),
         }
     }
 }
@@ -131,6 +145,8 @@ pub struct IntervalInputs {
     pub recent_inputs: u64,
     /// Length of that quarter (s).
     pub recent_s: f64,
+    /// The gaps between the inputs dispatched in it.
+    pub gaps: Gaps,
 }
 
 #[cfg(test)]

@@ -136,6 +136,7 @@ fn sim_interval(r: &Recorded) -> Interval {
         planner_queue: r.queue as f64,
         backlog: (r.queue + r.in_flight) as f64,
         workers: r.workers,
+        arrival_gaps: Default::default(),
     };
     clasp_sim::engine::interval(&tick, r.reports.clone())
 }

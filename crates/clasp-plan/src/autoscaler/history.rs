@@ -4,7 +4,7 @@
 
 use clasp_core::Pipeline;
 use clasp_core::placement::Placement;
-use clasp_core::report::{self, Window, WorkerReport};
+use clasp_core::report::{self, Gaps, Window, WorkerReport};
 use clasp_core::stats::ObservedStats;
 use std::collections::VecDeque;
 
@@ -30,6 +30,8 @@ pub struct Interval {
     pub backlog: f64,
     /// Workers active.
     pub workers: u32,
+    /// The gaps between the input requests dispatched to the workers in the interval.
+    pub arrival_gaps: Gaps,
     /// The worker reports that arrived in the interval.
     pub reports: Vec<WorkerReport>,
 }
@@ -164,6 +166,7 @@ impl History {
             s.parallelism = current.operators.get(o).map_or(1, total_instances);
             s.overhead_samples = self.overhead[o].iter().copied().collect();
         }
+        stats.arrival_scv = Gaps::mean_scv(window.iter().map(|i| &i.arrival_gaps));
         stats.saturated_per_worker_rate = (!self.per_worker_rates.is_empty()).then(|| {
             self.per_worker_rates.iter().sum::<f64>() / self.per_worker_rates.len() as f64
         });

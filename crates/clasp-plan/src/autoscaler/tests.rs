@@ -84,6 +84,7 @@ impl Driver {
             backlog: self.backlog,
             workers,
             reports,
+            ..Interval::default()
         };
         self.scaler.step(&self.p, interval)
     }

@@ -3,6 +3,7 @@
 
 use crate::request::FULL_CREDIT;
 use crate::wire::CreditReturn;
+use clasp_core::report::Gaps;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
@@ -40,6 +41,10 @@ pub struct Chains {
     cut: u64,
     /// The first chain of the current cut.
     cut_from: u64,
+    /// When the last input request was dispatched, and the gaps between dispatches since the
+    /// last [`Chains::take_gaps`].
+    last_dispatch_ns: Option<u64>,
+    gaps: Gaps,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -62,7 +67,21 @@ impl Chains {
             first_watch: None,
             cut: 0,
             cut_from: 0,
+            last_dispatch_ns: None,
+            gaps: Gaps::default(),
         }
+    }
+
+    /// An input request was dispatched to the workers at `now_ns`.
+    pub fn dispatched_at(&mut self, now_ns: u64) {
+        if let Some(last) = self.last_dispatch_ns.replace(now_ns) {
+            self.gaps.push(now_ns.saturating_sub(last) as f64 / 1e3);
+        }
+    }
+
+    /// The gaps between dispatches since the last call.
+    pub fn take_gaps(&mut self) -> Gaps {
+        std::mem::take(&mut self.gaps)
     }
 
     /// The cut of the chains opened now (checkpoint boundaries so far).

@@ -85,6 +85,8 @@ pub struct Progress {
     pub requests: u64,
     /// Interval length (s).
     pub interval_s: f64,
+    /// The gaps between the input requests dispatched in the interval.
+    pub arrival_gaps: clasp_core::report::Gaps,
 }
 
 /// The planner's counters at the last interval's end, from which the next one's rates come.
@@ -521,9 +523,9 @@ impl Planner {
         let secs = interval.as_secs_f64();
         let requests = self.inputs.requests.load(Ordering::Relaxed);
         let records = self.inputs.records.load(Ordering::Relaxed);
-        let (completed, hist, in_flight) = {
+        let (completed, hist, in_flight, arrival_gaps) = {
             let mut c = lock(&self.shared.chains);
-            (c.completed, c.take_interval(), c.in_flight())
+            (c.completed, c.take_interval(), c.in_flight(), c.take_gaps())
         };
         let latest = self.reports.latest_per_worker();
         let p = Progress {
@@ -542,6 +544,7 @@ impl Planner {
             in_flight,
             requests,
             interval_s: secs,
+            arrival_gaps,
         };
         *last = Counted { requests, records, completed };
         p

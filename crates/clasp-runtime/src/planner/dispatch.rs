@@ -157,6 +157,7 @@ pub(super) fn spawn_dispatcher(
                         continue;
                     }
                     let chain = c.open(item.origin_ns.unwrap_or_else(now_ns), bytes);
+                    c.dispatched_at(now_ns());
                     // Under the chains' lock, as a checkpoint's boundary starts its cut: the
                     // positions it reads are those after the last chain before the cut.
                     let replay = ReplayPoint { position: item.position, watermark: item.advanced };

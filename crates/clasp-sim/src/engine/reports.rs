@@ -8,6 +8,7 @@ use crate::routing::Routing;
 use crate::summary::{IntervalRow, Latency, SimSummary};
 use clasp_core::WorkerId;
 use clasp_core::placement::Placement;
+use clasp_core::report::Gaps;
 use clasp_plan::autoscaler::{Autoscaler, Interval, Step};
 use clasp_plan::estimator::Estimator;
 
@@ -37,6 +38,7 @@ impl Simulation<'_> {
             planner_queue,
             backlog: (self.planner.len() + u64::from(self.chains.in_flight())) as f64,
             workers: self.active,
+            arrival_gaps: entered.gaps,
         };
         self.timeline.push(IntervalRow {
             time_s: t,
@@ -288,6 +290,8 @@ pub struct Tick {
     pub backlog: f64,
     /// Workers active.
     pub workers: u32,
+    /// The gaps between the inputs dispatched in the interval.
+    pub arrival_gaps: Gaps,
 }
 
 /// One interval of the simulator as the autoscaler takes it (the simulator's counterpart of
@@ -308,6 +312,7 @@ pub fn interval(tick: &Tick, reports: Vec<WorkerReport>) -> Interval {
         planner_queue: tick.planner_queue,
         backlog: tick.backlog,
         workers: tick.workers,
+        arrival_gaps: tick.arrival_gaps,
         reports,
     }
 }

@@ -40,8 +40,17 @@ fn pattern(
     RatePattern::trace(&text, name.name()).map_err(|e| BenchError::Config(e.to_string()))
 }
 
-/// Workers in use at each interval.
-type Timeline = Vec<(f64, u32)>;
+/// One progress interval of a run.
+struct Interval {
+    /// Its end (s since the start).
+    t: f64,
+    workers: u32,
+    /// Requests per second entering the planner.
+    input_rate: f64,
+    /// Median and 95th-percentile latency of the chains completed in it (ms).
+    p50_ms: f64,
+    p95_ms: f64,
+}
 
 /// Executor slots per worker.
 const SLOTS: u32 = 3;
@@ -69,7 +78,7 @@ fn run_policy(
     s: &RuntimeSettings,
     pattern: &Arc<RatePattern>,
     lines: &Arc<Vec<Vec<u8>>>,
-) -> Result<(job::JobOutput, Timeline), BenchError> {
+) -> Result<(job::JobOutput, Vec<Interval>), BenchError> {
     let mut p = app_pipeline("wc")?;
     let count = p.operator_id("count").expect("wc has count");
     p.operators[count.index()].service = Some(clasp_core::pipeline::ServiceTime {
@@ -130,20 +139,28 @@ fn run_policy(
         vec![input],
         Box::new(DiscardSink),
         None,
-        |p| timeline.push((p.t, p.workers)),
+        |p| {
+            timeline.push(Interval {
+                t: p.t,
+                workers: p.workers,
+                input_rate: p.input_rate,
+                p50_ms: p.p50_us as f64 / 1e3,
+                p95_ms: p.p95_us as f64 / 1e3,
+            })
+        },
         |_| {},
     )
     .map_err(|e| BenchError::Run(format!("{policy} ({}): {e}", regime.label())))?;
     Ok((out, timeline))
 }
 
-/// The mean worker count over a run's intervals, each `(end, workers during it)`, weighted by
-/// their lengths (an interval that ends early on a rise is shorter).
-fn time_weighted_mean(timeline: &[(f64, u32)]) -> f64 {
+/// The mean worker count over a run's intervals, weighted by their lengths (an interval that
+/// ends early on a rise is shorter).
+fn time_weighted_mean(timeline: &[Interval]) -> f64 {
     let (mut sum, mut from) = (0.0, 0.0);
-    for &(t, w) in timeline {
-        sum += f64::from(w) * (t - from).max(0.0);
-        from = t;
+    for i in timeline {
+        sum += f64::from(i.workers) * (i.t - from).max(0.0);
+        from = i.t;
     }
     if from > 0.0 { sum / from } else { 0.0 }
 }
@@ -190,8 +207,18 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
             "completed",
         ],
     );
-    let mut over_time =
-        Table::new("workers_over_time", &["dispatch costs", "policy", "time (s)", "workers"]);
+    let mut over_time = Table::new(
+        "workers_over_time",
+        &[
+            "dispatch costs",
+            "policy",
+            "time (s)",
+            "workers",
+            "input rate (req/s)",
+            "p50 latency (ms)",
+            "p95 latency (ms)",
+        ],
+    );
     let mut converged = Table::new(
         "end_to_end_convergence",
         &[
@@ -214,7 +241,7 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
             let (out, timeline) = run_policy(policy, regime, o, &s, &pattern, &lines)?;
             let summary = &out.summary;
             let mean = time_weighted_mean(&timeline);
-            let max = timeline.iter().map(|(_, w)| *w).max().unwrap_or(0);
+            let max = timeline.iter().map(|i| i.workers).max().unwrap_or(0);
             t.row(vec![
                 regime.label().into(),
                 policy.name().into(),
@@ -226,12 +253,15 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
                 out.stats.scaling_events.len().to_string(),
                 format!("{}/{}", summary.completed, summary.input_requests),
             ]);
-            for (time, w) in timeline {
+            for i in timeline {
                 over_time.row(vec![
                     regime.label().into(),
                     policy.name().into(),
-                    sig(time),
-                    w.to_string(),
+                    sig(i.t),
+                    i.workers.to_string(),
+                    sig(i.input_rate),
+                    sig(i.p50_ms),
+                    sig(i.p95_ms),
                 ]);
             }
             let steps: Vec<Step> = out
@@ -364,12 +394,18 @@ fn charts(outcomes: &[Outcome], pattern: &str) -> Vec<Chart> {
 
 #[cfg(test)]
 mod tests {
-    use super::time_weighted_mean;
+    use super::{Interval, time_weighted_mean};
 
     #[test]
     fn a_short_interval_weighs_by_its_length() {
         // 1 worker for 0.5 s, 1 for 0.2 s (ended early), 3 for 0.3 s and 3 for 1 s: 8.2 / 2.
-        let timeline = [(0.5, 1), (0.7, 1), (1.0, 3), (2.0, 3)];
+        let timeline = [(0.5, 1), (0.7, 1), (1.0, 3), (2.0, 3)].map(|(t, workers)| Interval {
+            t,
+            workers,
+            input_rate: 0.0,
+            p50_ms: 0.0,
+            p95_ms: 0.0,
+        });
         assert!((time_weighted_mean(&timeline) - (0.5 + 0.2 + 0.9 + 3.0) / 2.0).abs() < 1e-12);
         assert_eq!(time_weighted_mean(&[]), 0.0);
     }
