@@ -7,18 +7,20 @@
 //!   cores, rounded, each server W̄ / c fast), offered the requests its fractions route to it
 //!   (Σ_o Ñ_o σ_o(w)) and busy for its Eq. 8 load, so that its utilization is L_w / W̄; a
 //!   request waits 0 with probability 1 − C and an exponential time otherwise (Erlang C,
-//!   [`crate::queueing::erlang_c`]), whose M/M/c mean is scaled by (1 + c_s²)/2 for the
-//!   variability c_s² of the worker's service (Allen–Cunneen);
+//!   [`crate::queueing::erlang_c`]), whose M/M/c mean is scaled by (c_a² + c_s²)/2 for the
+//!   variability c_a² of the input's arrivals and c_s² of the worker's service, both measured
+//!   (Allen–Cunneen);
 //! - a hop of the chain into operator o waits the mixture of its workers' waits weighted by
 //!   σ_o(w), then executes for τ̄_o plus the chained requests it sends (α local, β remote, as
 //!   in Eq. 8), at the server's speed, with the variance / mean² of τ_o the workers measured
 //!   (1, exponential, where they did not); an operator fed f requests per request of its
-//!   predecessor completes its hop when the last of them does. They share the c servers of the
-//!   workers they go to, C = c / max_w σ_o(w) in all (as if pooled: spread as evenly as the
-//!   busiest worker's share): up to C run at once and the rest queue behind them — for an
-//!   exponential time the maximum of C (mean scaled by H_C) after f − C completions at C
-//!   times the rate, for a constant one ⌈f/C⌉ rounds, in between a blend by the variability
-//!   ([`slowest_of`]);
+//!   predecessor completes its hop when the last of them does ([`copies`]). They arrive
+//!   together: each worker's wait once (the slowest of the workers they reach), then their
+//!   executions on the c servers of those workers, C = c / max_w σ_o(w) in all (as if pooled:
+//!   spread as evenly as the busiest worker's share): up to C run at once and the rest queue
+//!   behind them — for an exponential time the maximum of C (mean scaled by H_C) after f − C
+//!   completions at C times the rate, for a constant one ⌈f/C⌉ rounds, in between a blend by
+//!   the variability ([`slowest_of`]);
 //! - a chain completes when its slowest path does: the path of largest mean, whose hops'
 //!   means and variances add; its 95th percentile is that of a gamma distribution with the
 //!   same mean and variance (Wilson–Hilferty).

@@ -317,3 +317,26 @@ fn every_operator_of_a_chain_reports_its_execution_time() {
         assert!(scv.is_some_and(|v| v.is_finite() && v >= 0.0), "{}: {scv:?}", op["name"]);
     }
 }
+
+/// The statistics measure how regular the input's arrivals are: a paced source is far from
+/// Poisson (variance / mean² of the gaps 0 against 1), which the latency objective's waits use.
+#[test]
+fn a_paced_input_is_measured_as_paced() {
+    let scratch = Scratch::new("run-pipelines", "arrivals");
+    let stats = scratch.file("stats.json");
+    let wc = root().join("pipelines/wc.toml");
+    clasp_run(&[
+        wc.display().to_string(),
+        "--workers=1".into(),
+        "--batch=1".into(),
+        "--input=gen:1000".into(),
+        "--rate=500".into(),
+        "--interval-ms=100".into(),
+        format!("--stats={}", stats.display()),
+        "--quiet".into(),
+    ]);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let scv = v["arrival_scv"].as_f64();
+    assert!(scv.is_some_and(|v| (0.0..0.5).contains(&v)), "paced at 500/s: {scv:?}");
+}

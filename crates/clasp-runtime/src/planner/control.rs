@@ -546,6 +546,10 @@ impl Planner {
             interval_s: secs,
             arrival_gaps,
         };
+        if self.arrivals.len() >= super::ARRIVAL_INTERVALS {
+            self.arrivals.pop_front();
+        }
+        self.arrivals.push_back((self.origin.elapsed().as_secs_f64(), arrival_gaps));
         *last = Counted { requests, records, completed };
         p
     }
@@ -593,7 +597,7 @@ impl Planner {
         let now = self.origin.elapsed().as_secs_f64();
         let per_second = lock(&self.inputs.per_second).clone();
         let completed = lock(&self.shared.chains).per_second.clone();
-        stats::observe(
+        let mut observed = stats::observe(
             &self.shared.pipeline,
             &self.reports,
             now,
@@ -602,6 +606,9 @@ impl Planner {
             &completed,
             self.shared.config.batch_size,
             self.shared.routing().workers(),
-        )
+        );
+        let recent = self.arrivals.iter().filter(|(t, _)| *t > now - window_s);
+        observed.arrival_scv = clasp_core::report::Gaps::mean_scv(recent.map(|(_, g)| g));
+        observed
     }
 }

@@ -161,6 +161,9 @@ impl Shared {
     }
 }
 
+/// Intervals whose arrival gaps a planner keeps for [`Planner::observed`].
+const ARRIVAL_INTERVALS: usize = 4096;
+
 /// A running planner.
 pub struct Planner {
     shared: Arc<Shared>,
@@ -170,6 +173,9 @@ pub struct Planner {
     pub reports: stats::ReportLog,
     /// Completed migrations.
     pub migrations: Vec<stats::MigrationRecord>,
+    /// Per interval, its end (s since `origin`) and the gaps between the input requests
+    /// dispatched in it; the newest [`ARRIVAL_INTERVALS`].
+    arrivals: std::collections::VecDeque<(f64, clasp_core::report::Gaps)>,
     origin: Instant,
     origin_ns: u64,
     inputs: Arc<InputCounters>,
@@ -256,6 +262,7 @@ impl Planner {
             addr,
             reports: stats::ReportLog::default(),
             migrations: Vec::new(),
+            arrivals: Default::default(),
             origin: Instant::now(),
             origin_ns,
             inputs: Arc::default(),
