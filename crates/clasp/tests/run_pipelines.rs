@@ -286,26 +286,28 @@ fn malformed_csv_lines_are_counted_per_operator_and_reason() {
     );
 }
 
+/// The `--stats` of a one-worker run of `pipeline` with one record per request and `args`.
+fn run_statistics(name: &str, pipeline: &str, args: &[&str]) -> serde_json::Value {
+    let scratch = Scratch::new("run-pipelines", name);
+    let stats = scratch.file("stats.json");
+    let spec = root().join("pipelines").join(pipeline);
+    let mut all = vec![spec.display().to_string(), "--workers=1".into(), "--batch=1".into()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    all.extend([format!("--stats={}", stats.display()), "--quiet".into()]);
+    clasp_run(&all);
+    serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap()
+}
+
 /// Every operator's execution time (and its variability) is measured, whatever the chain's length: the emulated
 /// service time is the reference (sampled timing once measured only every other operator of
 /// SYN's ten and reported the others as 0).
 #[test]
 fn every_operator_of_a_chain_reports_its_execution_time() {
-    let scratch = Scratch::new("run-pipelines", "exec-time");
-    let stats = scratch.file("stats.json");
-    let syn = root().join("pipelines/syn.toml");
-    clasp_run(&[
-        syn.display().to_string(),
-        "--workers=1".into(),
-        "--slots=1".into(),
-        "--batch=1".into(),
-        "--service-time=*=300:sleep".into(),
-        "--input=gen:160".into(),
-        format!("--stats={}", stats.display()),
-        "--quiet".into(),
-    ]);
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let v = run_statistics(
+        "exec-time",
+        "syn.toml",
+        &["--slots=1", "--service-time=*=300:sleep", "--input=gen:160"],
+    );
     let ops = v["operators"].as_array().unwrap();
     assert_eq!(ops.len(), 10);
     for op in ops {
@@ -322,21 +324,11 @@ fn every_operator_of_a_chain_reports_its_execution_time() {
 /// Poisson (variance / mean² of the gaps 0 against 1), which the latency objective's waits use.
 #[test]
 fn a_paced_input_is_measured_as_paced() {
-    let scratch = Scratch::new("run-pipelines", "arrivals");
-    let stats = scratch.file("stats.json");
-    let wc = root().join("pipelines/wc.toml");
-    clasp_run(&[
-        wc.display().to_string(),
-        "--workers=1".into(),
-        "--batch=1".into(),
-        "--input=gen:1000".into(),
-        "--rate=500".into(),
-        "--interval-ms=100".into(),
-        format!("--stats={}", stats.display()),
-        "--quiet".into(),
-    ]);
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let v = run_statistics(
+        "arrivals",
+        "wc.toml",
+        &["--input=gen:1000", "--rate=500", "--interval-ms=100"],
+    );
     let scv = v["arrival_scv"].as_f64();
     assert!(scv.is_some_and(|v| (0.0..0.5).contains(&v)), "paced at 500/s: {scv:?}");
 }
