@@ -64,6 +64,11 @@ pub struct Projection {
     observed: Vec<Observed>,
 }
 
+/// A measured variance / mean², or 1 (exponential times, Poisson arrivals) where there is none.
+fn scv_or_one(measured: Option<f64>) -> f64 {
+    measured.filter(|v| v.is_finite()).map_or(1.0, |v| v.max(0.0))
+}
+
 impl Projection {
     /// Projects `stats` of `p` to `target_rate`. Operators missing from the statistics have
     /// rate 0 and execution time `default_exec_us`; missing edges carry no requests.
@@ -94,7 +99,7 @@ impl Projection {
             rate: Vec::new(),
             exec_us: observed.iter().map(|o| o.exec_us).collect(),
             exec_scv: observed.iter().map(|o| o.exec_scv).collect(),
-            arrival_scv: stats.arrival_scv.filter(|v| v.is_finite()).map_or(1.0, |v| v.max(0.0)),
+            arrival_scv: scv_or_one(stats.arrival_scv),
             demand: Vec::new(),
             edges: Vec::new(),
             observed,
@@ -293,10 +298,7 @@ fn observe(p: &Pipeline, stats: &ObservedStats, default_exec_us: f64) -> Vec<Obs
                 processed: seen.map_or(0.0, |s| s.processed_rate.max(0.0)),
                 records: seen.map_or(0.0, |s| s.records_rate.max(0.0)),
                 exec_us: seen.map_or(default_exec_us, |s| s.exec_time_us.max(0.0)),
-                exec_scv: seen
-                    .and_then(|s| s.exec_time_scv)
-                    .filter(|v| v.is_finite())
-                    .map_or(1.0, |v| v.max(0.0)),
+                exec_scv: scv_or_one(seen.and_then(|s| s.exec_time_scv)),
                 edges,
                 edge_records,
                 instances: seen.map_or(0, |s| s.parallelism),
