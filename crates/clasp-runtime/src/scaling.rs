@@ -152,6 +152,7 @@ impl ScalingLoop {
                     trigger.reason.as_str(),
                     placement.workers
                 );
+                self.log_statistics(&pipeline, t);
                 let keys = self.autoscaler.keys().clone();
                 planner.install(RoutingPlan { epoch, placement, keys })?;
                 Ok(None)
@@ -178,8 +179,20 @@ impl ScalingLoop {
                     r.to,
                     self.autoscaler.coefficients(),
                 );
+                self.log_statistics(&pipeline, t);
                 let record = self.execute(planner, pool, &r)?;
                 Ok(Some(self.record(&r, &record)))
+            }
+        }
+    }
+
+    /// At debug level, the statistics a decision was made from, as `clasp plan --stats` reads
+    /// them (docs/stats-schema.md), so a decision can be replayed and examined.
+    fn log_statistics(&self, p: &Pipeline, t: f64) {
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            match serde_json::to_string(&self.autoscaler.window_stats(p)) {
+                Ok(json) => tracing::debug!("t = {t:.1} s: the decision's statistics: {json}"),
+                Err(e) => tracing::debug!("t = {t:.1} s: statistics not printable: {e}"),
             }
         }
     }

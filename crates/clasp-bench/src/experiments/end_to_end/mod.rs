@@ -9,7 +9,7 @@ mod sim;
 
 use crate::engine::sim::{ClusterSettings, PAPER_APPS};
 use crate::report::Output;
-use crate::settings::values::{DispatchCosts, Policies, Positive, Time, TimeOrZero};
+use crate::settings::values::{DispatchCosts, Fraction, Policies, Positive, Time, TimeOrZero};
 use crate::{BenchError, Engine, Experiment, Options};
 use clasp_plan::Policy;
 use serde::{Deserialize, Serialize};
@@ -101,6 +101,8 @@ pub struct RuntimeSettings {
     pub count_time: Time,
     /// CLASP's latency objective (`--latency-slo`); unset: the rate alone.
     pub latency_slo: Option<Time>,
+    /// Fraction of W̄ every policy plans a worker to (the planner's headroom).
+    pub headroom: Fraction,
 }
 
 impl RuntimeSettings {
@@ -120,6 +122,7 @@ impl RuntimeSettings {
             policies: Policies(policies),
             count_time: Time::from_micros(50.0),
             latency_slo: None,
+            headroom: Fraction(clasp_plan::PlanConfig::default().headroom),
         }
     }
 }

@@ -99,6 +99,7 @@ fn run_policy(
             slots_per_worker: slots,
             max_workers: 6,
             estimator: estimator(regime),
+            headroom: s.headroom.0,
             ..PlanConfig::default()
         },
         triggers: TriggerConfig {
