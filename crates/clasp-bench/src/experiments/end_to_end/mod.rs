@@ -3,6 +3,7 @@
 //! and CLASP's ratios against each baseline.
 
 pub mod convergence;
+pub mod criterion;
 pub mod floor;
 mod runtime;
 mod sim;

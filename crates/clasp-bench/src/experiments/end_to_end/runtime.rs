@@ -7,6 +7,7 @@
 //! regime, and the ratios of CLASP to each baseline are reported per regime.
 
 use super::convergence::{Convergence, Step, convergence};
+use super::criterion::Point;
 use super::{PatternName, RuntimeSettings};
 use crate::engine::runtime::testbed::Regime;
 use crate::engine::runtime::{app_pipeline, sig, worker_threads};
@@ -172,6 +173,8 @@ struct Outcome {
     regime: &'static str,
     throughput: f64,
     p50_ms: f64,
+    p95_ms: f64,
+    mean_workers: f64,
     convergence: Convergence,
 }
 
@@ -286,6 +289,8 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
                 regime: regime.label(),
                 throughput: summary.throughput,
                 p50_ms: summary.latency.p50_us as f64 / 1e3,
+                p95_ms: summary.latency.p95_us as f64 / 1e3,
+                mean_workers: mean,
                 convergence: c,
             });
         }
@@ -304,10 +309,30 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     let report = Report {
         title: format!("Policies end to end on this runtime ({name} pattern)"),
         setup,
-        tables: vec![t, ratios(&outcomes), converged, over_time],
+        tables: vec![t, ratios(&outcomes), criterion(&outcomes, &regimes), converged, over_time],
         notes: vec![super::PAPER_NOTE.into()],
     };
     Ok(Output { report, charts: charts(&outcomes, name) })
+}
+
+/// The criterion per regime ([`super::criterion`]).
+fn criterion(outcomes: &[Outcome], regimes: &[Regime]) -> Table {
+    let cells: Vec<(String, Vec<Point>)> = regimes
+        .iter()
+        .map(|r| {
+            let points = outcomes
+                .iter()
+                .filter(|x| x.regime == r.label())
+                .map(|x| Point {
+                    policy: x.policy.name().into(),
+                    p95_ms: x.p95_ms,
+                    mean_workers: x.mean_workers,
+                })
+                .collect();
+            (r.label().to_owned(), points)
+        })
+        .collect();
+    super::criterion::table("end_to_end_criterion", "dispatch costs", Policy::Clasp.name(), &cells)
 }
 
 /// CLASP's throughput ratio and median-latency change against every other policy, per regime.

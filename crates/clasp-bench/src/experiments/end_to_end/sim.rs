@@ -10,6 +10,7 @@
 
 use super::SimSettings;
 use super::convergence::{Convergence, Step, convergence};
+use super::criterion::Point;
 use super::floor::{behind_floor_share, floor_workers};
 use crate::engine::sim::{Ctx, Setup, elastic_config, maxima, run_elastic};
 use crate::experiments::worker_count::Maxima;
@@ -205,7 +206,13 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     let report = Report {
         title: "end-to-end (Fig. 14): burst and gradual input under each policy".into(),
         setup: lines,
-        tables: vec![ratios(&rows, first), summary(&rows), table, convergence_table(&rows)],
+        tables: vec![
+            ratios(&rows, first),
+            summary(&rows),
+            criterion(&rows, first),
+            table,
+            convergence_table(&rows),
+        ],
         notes: notes(&rows, first),
     };
     let mut charts = charts(&rows);
@@ -283,6 +290,29 @@ fn summary(rows: &[EndToEndRow]) -> Table {
         }
     }
     t
+}
+
+/// The criterion per pattern ([`super::criterion`]), on the means over the applications.
+fn criterion(rows: &[EndToEndRow], first: &str) -> Table {
+    let cells: Vec<(String, Vec<Point>)> = ["burst", "gradual"]
+        .iter()
+        .map(|&pattern| {
+            let points = distinct(rows, |r| &r.policy)
+                .into_iter()
+                .map(|pol| {
+                    let mine: Vec<&EndToEndRow> =
+                        rows.iter().filter(|r| r.pattern == pattern && r.policy == pol).collect();
+                    Point {
+                        p95_ms: mean_of(&mine, |r| r.p95_ms),
+                        mean_workers: mean_of(&mine, |r| r.mean_workers),
+                        policy: pol,
+                    }
+                })
+                .collect();
+            (pattern.to_owned(), points)
+        })
+        .collect();
+    super::criterion::table("end-to-end-criterion", "pattern", first, &cells)
 }
 
 fn charts(rows: &[EndToEndRow]) -> Vec<Chart> {
