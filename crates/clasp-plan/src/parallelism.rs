@@ -92,10 +92,16 @@ pub fn assign(placement: &mut Placement, proj: &Projection) -> Vec<u32> {
         .collect()
 }
 
+/// The highest utilization an instance is planned to, whatever the workers' headroom.
+pub const MAX_INSTANCE_UTILIZATION: f64 = 0.9;
+
 /// The busy time (µs/s) one instance may carry: it runs one execution at a time, so at most
-/// a second per second, kept below saturation by the planner's headroom.
+/// a second per second, kept below saturation by the planner's headroom and never above
+/// [`MAX_INSTANCE_UTILIZATION`]: an instance is a single server, whose queue grows long
+/// nearer its capacity than a worker's pooled slots do, so a budget that loads workers fully
+/// must not load an operator's instances fully too.
 pub fn instance_budget(headroom: f64) -> f64 {
-    1e6 * headroom
+    1e6 * headroom.min(MAX_INSTANCE_UTILIZATION)
 }
 
 /// Raises each share's instances to cover its busy time `busy` (per operator, per share, as
