@@ -207,6 +207,25 @@ mod tests {
         assert_eq!(p.operators[0].shares.iter().map(|s| s.instances).collect::<Vec<_>>(), [3, 2]);
     }
 
+    #[test]
+    fn a_full_worker_budget_leaves_instances_their_margin() {
+        // 1.9 s/s of busy time on two instances would keep each 95 % busy; a full worker
+        // budget still plans three, a tighter one plans to its own fraction.
+        use clasp_core::placement::{OperatorPlacement, Share};
+        use clasp_core::{OperatorId, WorkerId};
+        let share = Share { worker: WorkerId(0), share: 0.0, fraction: 1.0, instances: 1 };
+        let mut p = Placement {
+            workers: 1,
+            operators: vec![OperatorPlacement {
+                operator: OperatorId::from(0),
+                demand: 0.0,
+                shares: vec![share],
+            }],
+        };
+        assert_eq!(cover_busy_time(&mut p, &[vec![1.9e6]], instance_budget(1.0), 4), [3]);
+        assert_eq!(instance_budget(0.8), 0.8e6);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { rng_seed: proptest::test_runner::RngSeed::Fixed(11), ..ProptestConfig::default() })]
 
