@@ -299,6 +299,7 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
         format!("engine runtime; word count, {name} pattern up to {max_rate} requests/s of 16 lines (stages x{scale}), seed {}", o.seed),
         format!("workers as threads, {SLOTS} executor slots each, at most 6 workers; count sleeps {count_us} us per word (an executor slot per request, not a core)"),
         "same input and pattern for every policy; triggers: rate changed 2 s or lagging 3 s, warm-up 200 requests, cooldown 5 s".into(),
+        format!("every policy plans a worker to {} of its capacity (headroom)", s.headroom.0),
     ];
     if let Some(slo) = s.latency_slo {
         setup.push(format!("CLASP with a latency objective: p95 within {} ms", slo.micros() / 1e3));
