@@ -69,6 +69,7 @@ pub fn verdict<'a>(points: &'a [Point], reference: &str) -> Option<Verdict<'a>> 
 
 /// One row per cell (`cells`: its name and points) of the verdict for `reference`.
 pub fn table(name: &str, cell: &str, reference: &str, cells: &[(String, Vec<Point>)]) -> Table {
+    let within = format!("fewest workers within {:.0} % of the lowest p95, by", 100.0 * P95_SLACK);
     let mut t = Table::new(
         name,
         &[
@@ -79,7 +80,7 @@ pub fn table(name: &str, cell: &str, reference: &str, cells: &[(String, Vec<Poin
             &format!("{reference} mean workers"),
             "fewest workers",
             "fewest workers by",
-            "fewest workers within 10 % of the lowest p95, by",
+            &within,
             "criterion met",
         ],
     );

@@ -260,6 +260,11 @@ fn mean_of(rows: &[&EndToEndRow], f: fn(&EndToEndRow) -> f64) -> f64 {
     rows.iter().map(|r| f(r)).sum::<f64>() / rows.len().max(1) as f64
 }
 
+/// The rows of one pattern and policy (one per application).
+fn of<'a>(rows: &'a [EndToEndRow], pattern: &str, policy: &str) -> Vec<&'a EndToEndRow> {
+    rows.iter().filter(|r| r.pattern == pattern && r.policy == policy).collect()
+}
+
 /// Per pattern and policy, means over the applications: p95 latency, workers against the
 /// floor, time behind it.
 fn summary(rows: &[EndToEndRow]) -> Table {
@@ -276,8 +281,7 @@ fn summary(rows: &[EndToEndRow]) -> Table {
     );
     for pattern in ["burst", "gradual"] {
         for pol in distinct(rows, |r| &r.policy) {
-            let mine: Vec<&EndToEndRow> =
-                rows.iter().filter(|r| r.pattern == pattern && r.policy == pol).collect();
+            let mine = of(rows, pattern, &pol);
             let mean = |f: fn(&EndToEndRow) -> f64| mean_of(&mine, f);
             t.row(vec![
                 pattern.to_owned(),
@@ -300,8 +304,7 @@ fn criterion(rows: &[EndToEndRow], first: &str) -> Table {
             let points = distinct(rows, |r| &r.policy)
                 .into_iter()
                 .map(|pol| {
-                    let mine: Vec<&EndToEndRow> =
-                        rows.iter().filter(|r| r.pattern == pattern && r.policy == pol).collect();
+                    let mine = of(rows, pattern, &pol);
                     Point {
                         p95_ms: mean_of(&mine, |r| r.p95_ms),
                         mean_workers: mean_of(&mine, |r| r.mean_workers),
