@@ -43,7 +43,7 @@ impl Autoscaler {
         let decision = match self.policy_decision(p, &stats, target) {
             Ok(d) => {
                 let d = self.meet_measured_capacity(p, &stats, &trigger, d);
-                self.meet_slo(p, &stats, d)
+                self.meet_slo(p, &stats, d, trigger.input_rate)
             }
             Err(e) => {
                 self.triggers.planned(now, &trigger, from, from);
@@ -167,15 +167,22 @@ impl Autoscaler {
     }
 
     /// With a latency SLO and the CLASP policy: CLASP's placement on the fewest workers, from
-    /// the decision's count up to the worker limit, whose predicted p95 meets the SLO (the
-    /// limit's placement when none does).
-    fn meet_slo(&mut self, p: &Pipeline, stats: &ObservedStats, decision: Decision) -> Decision {
-        let Some(slo_ms) = self.cfg.latency_slo_ms else { return decision };
+    /// the decision's count up to the worker limit, whose predicted p95 at the trigger's
+    /// `input_rate` (its backlog's catch-up aside) meets the SLO (the limit's placement when
+    /// none does).
+    fn meet_slo(
+        &mut self,
+        p: &Pipeline,
+        stats: &ObservedStats,
+        d: Decision,
+        input_rate: f64,
+    ) -> Decision {
+        let Some(slo_ms) = self.cfg.latency_slo_ms else { return d };
         if self.cfg.policy != crate::Policy::Clasp {
-            return decision;
+            return d;
         }
-        let input = self.plan_input(p, stats, decision.requested_rate);
-        crate::slo::fewest_workers_within(&input, decision, slo_ms)
+        let input = self.plan_input(p, stats, d.requested_rate);
+        crate::slo::fewest_workers_within(&input, d, slo_ms, input_rate)
     }
 
     /// The policy's decision for `target` from `stats`.
