@@ -14,12 +14,20 @@ use rskafka::record::RecordAndOffset;
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Most bytes one fetch asks of one partition.
 const FETCH_BYTES: i32 = 1 << 20;
 
 /// How long a fetch waits on the broker for new records when a partition has none.
 const FETCH_WAIT_MS: i32 = 100;
+
+/// How long records past a gap in a partition's offsets are held back for the gap to fill.
+/// A broker may show a batch before an earlier one that is still being written (tansu assigns
+/// a batch its offsets, then stores it, and concurrent producers' batches land in either
+/// order): reading past the gap would skip the earlier batch for good. A gap that lasts is
+/// taken as permanent (compacted records, transaction markers).
+const GAP_WAIT: Duration = Duration::from_millis(100);
 
 /// How the source maps records.
 #[derive(Clone, Default)]
@@ -52,6 +60,8 @@ pub(crate) struct Partition {
     /// Where a bounded read ends (exclusive).
     end: Option<i64>,
     buffered: VecDeque<RecordAndOffset>,
+    /// Since when the records fetched have begun past `next`.
+    gap_since: Option<Instant>,
 }
 
 impl Partition {
@@ -134,6 +144,7 @@ impl KafkaSource {
                 earliest,
                 end,
                 buffered: VecDeque::new(),
+                gap_since: None,
             });
         }
         if let Start::Offsets(map) = &address.start
@@ -195,11 +206,14 @@ impl KafkaSource {
             let (next, end) = (p.next, p.end);
             // A fetch returns whole batches: records before the offset asked for are dropped,
             // and so are those past a bounded read's end.
-            p.buffered.extend(
-                records
-                    .into_iter()
-                    .filter(|r| r.offset >= next && end.is_none_or(|end| r.offset < end)),
-            );
+            let records: Vec<RecordAndOffset> = records
+                .into_iter()
+                .filter(|r| r.offset >= next && end.is_none_or(|end| r.offset < end))
+                .collect();
+            let run = contiguous_run(records.iter().map(|r| r.offset), next);
+            let take = take_now(run, records.len(), &mut p.gap_since, Instant::now());
+            // Records past a gap are fetched again: the gap may fill meanwhile.
+            p.buffered.extend(records.into_iter().take(take));
             arrived += p.buffered.len();
         }
         Ok(arrived)
@@ -241,6 +255,27 @@ impl KafkaSource {
         };
         Ok(())
     }
+}
+
+/// How many of `offsets` (ascending) continue `next` without a gap: `next`, `next + 1`, …
+fn contiguous_run(offsets: impl Iterator<Item = i64>, next: i64) -> usize {
+    offsets.zip(next..).take_while(|(offset, expected)| offset == expected).count()
+}
+
+/// How many of `fetched` records to take at `now`, the first `run` of them without a gap: those,
+/// or when the gap comes first, none until it has lasted [`GAP_WAIT`] (since `gap_since`,
+/// which this keeps), then all.
+fn take_now(run: usize, fetched: usize, gap_since: &mut Option<Instant>, now: Instant) -> usize {
+    if run > 0 || fetched == 0 {
+        *gap_since = None;
+        return run;
+    }
+    let since = *gap_since.get_or_insert(now);
+    if now.saturating_duration_since(since) < GAP_WAIT {
+        return 0;
+    }
+    *gap_since = None;
+    fetched
 }
 
 /// Fetches the records from offset `next` on: the batch holding `next` and those after it
@@ -332,5 +367,41 @@ impl Source for KafkaSource {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{GAP_WAIT, contiguous_run, take_now};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn records_past_a_gap_wait_for_it_and_then_are_taken() {
+        let t0 = Instant::now();
+        let mut since = None;
+        // The gap comes first: nothing yet, however many fetches.
+        assert_eq!(take_now(0, 3, &mut since, t0), 0);
+        assert_eq!(take_now(0, 3, &mut since, t0 + GAP_WAIT / 2), 0);
+        // It filled: the run is taken and the wait forgotten.
+        assert_eq!(take_now(2, 3, &mut since, t0 + GAP_WAIT / 2), 2);
+        assert_eq!(since, None);
+        // A gap that lasts is taken as permanent, counted from when it was first seen.
+        let t1 = t0 + Duration::from_secs(1);
+        assert_eq!(take_now(0, 3, &mut since, t1), 0);
+        assert_eq!(take_now(0, 3, &mut since, t1 + GAP_WAIT - Duration::from_millis(1)), 0);
+        assert_eq!(take_now(0, 3, &mut since, t1 + GAP_WAIT), 3);
+        assert_eq!(since, None);
+        // Nothing fetched is no gap.
+        assert_eq!(take_now(0, 0, &mut since, t1), 0);
+        assert_eq!(since, None);
+    }
+
+    #[test]
+    fn the_run_stops_at_the_first_gap() {
+        assert_eq!(contiguous_run([45, 46, 47].into_iter(), 45), 3);
+        // A batch still being written at 46: 47 and 48 wait for it.
+        assert_eq!(contiguous_run([45, 47, 48].into_iter(), 45), 1);
+        assert_eq!(contiguous_run([47, 48].into_iter(), 45), 0);
+        assert_eq!(contiguous_run(std::iter::empty(), 45), 0);
     }
 }
