@@ -225,13 +225,13 @@ fn worker_waits(
                     second += rate * (e.var + e.mean * e.mean);
                 }
             }
-            let blocks = loads.get(w).map_or(0.0, |l| f64::from(l.remote_destinations));
+            let (load, blocks) =
+                loads.get(w).map_or((0.0, 0.0), |l| (l.load, f64::from(l.remote_destinations)));
             if blocks > 0.0 && block_us > 0.0 {
                 arrivals += blocks;
                 first += blocks * block_us;
                 second += blocks * block_us * block_us;
             }
-            let load = loads.get(w).map_or(0.0, |l| l.load);
             if arrivals <= 0.0 || load <= 0.0 {
                 return Some(Moments::default());
             }
