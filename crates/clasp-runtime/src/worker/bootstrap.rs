@@ -209,6 +209,7 @@ fn build_shared(
         stopping: AtomicBool::new(false),
         report_now: AtomicU64::new(0),
         fanout_reached: (0..MAX_WORKERS / 64).map(|_| AtomicU64::new(0)).collect(),
+        fanout_stretch: AtomicU64::new(0),
         generation: AtomicU64::new(0),
         send_gate: RwLock::new(()),
         floor: AtomicU64::new(0),

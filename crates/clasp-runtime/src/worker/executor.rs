@@ -91,8 +91,9 @@ pub struct Outbox {
     /// the executor is about to sleep, or the oldest has waited the flush deadline.
     remote: Vec<Vec<Request>>,
     oldest_remote: Option<Instant>,
-    /// Remote workers the last execution sent to (for the emulated fan-out cost).
-    remote_targets: Vec<WorkerId>,
+    /// Emulated dispatch time the last execution spent (µs), which the fan-out cost
+    /// stretches ([`super::fanout`]).
+    dispatch_spent_us: f64,
     flush_deadline: std::time::Duration,
     /// The cut of the request running.
     cut: Cut,
@@ -145,7 +146,7 @@ impl Outbox {
             spare: Vec::new(),
             remote: Vec::new(),
             oldest_remote: None,
-            remote_targets: Vec::new(),
+            dispatch_spent_us: 0.0,
             flush_deadline,
             cut: Cut::default(),
             sinks,
@@ -192,6 +193,7 @@ impl Outbox {
         self.cut = cut;
         self.watermark = watermark;
         self.emitted = 0;
+        self.dispatch_spent_us = 0.0;
         let n = self.shared.targets[op.index()].len();
         let workers = self.routing.workers().max(self.shared.me.0 + 1) as usize;
         // Never shrunk: an operator without successors would free what the next one reuses.
@@ -303,8 +305,8 @@ impl Outbox {
             } else {
                 remote += 1;
                 self.counters.reached(w);
-                if !self.remote_targets.contains(&w) {
-                    self.remote_targets.push(w);
+                if self.shared.settings.dispatch_cost.is_some_and(|c| c.fanout_us > 0.0) {
+                    super::fanout::reach(&self.shared, w);
                 }
                 self.hold_remote(w, req);
             }
@@ -318,21 +320,10 @@ impl Outbox {
     }
 
     /// Spends the emulated dispatch cost of the chained requests just sent: α per local, β
-    /// per remote, γ for every remote worker this worker reaches for the first time this
-    /// second.
+    /// per remote (γ is the worker's, [`super::fanout`]).
     fn emulate_dispatch(&mut self, cost: &crate::wire::DispatchCost, local: u64, remote: u64) {
-        let mut micros = cost.local_us * local as f64 + cost.remote_us * remote as f64;
-        if cost.fanout_us > 0.0 {
-            for w in self.remote_targets.drain(..) {
-                let (word, bit) = (w.index() / 64, 1u64 << (w.index() % 64));
-                if let Some(cell) = self.shared.fanout_reached.get(word)
-                    && cell.fetch_or(bit, Ordering::Relaxed) & bit == 0
-                {
-                    micros += cost.fanout_us;
-                }
-            }
-        }
-        self.remote_targets.clear();
+        let micros = cost.local_us * local as f64 + cost.remote_us * remote as f64;
+        self.dispatch_spent_us = micros;
         spend_off_cpu(&self.shared, micros, cost.mode);
     }
 
@@ -554,9 +545,11 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
         };
         // Whether a migration's pause passed this execution by in its service time.
         let mut migrated_meanwhile = false;
+        let mut service_us = 0.0;
         if let Some(service) = shared.pipeline.operator(op).service {
+            service_us = service.micros_for(req.batch.len());
             shared.sched.enter_service();
-            spend_off_cpu(&shared, service.micros_for(req.batch.len()), service.mode);
+            spend_off_cpu(&shared, service_us, service.mode);
             migrated_meanwhile = shared.sched.leave_service();
         }
         let c = &counters.ops[op.index()];
@@ -597,6 +590,23 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
         out.recycle(req.batch);
         out.flush_remote_due(clock);
         out.flush_planner_due(clock);
-        finished = Some(op);
+        let fanout = super::fanout::due(&shared, service_us + out.dispatch_spent_us);
+        if fanout > 0.0
+            && let Some(cost) = shared.settings.dispatch_cost
+        {
+            // The worker's share of the fan-out cost: it holds this slot, not the operator.
+            std::mem::swap(&mut local, &mut out.local);
+            shared.sched.hand_back(op, &mut local, clock);
+            if cost.mode == clasp_core::pipeline::ServiceMode::Sleep {
+                service::spend(fanout, cost.mode);
+            } else {
+                shared.sched.back_on_cpu();
+                service::spend(fanout, cost.mode);
+                shared.sched.off_cpu();
+            }
+            clock = Instant::now();
+        } else {
+            finished = Some(op);
+        }
     }
 }

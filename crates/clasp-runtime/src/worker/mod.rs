@@ -16,6 +16,7 @@ mod bootstrap;
 mod checkpoint;
 mod control;
 pub mod executor;
+mod fanout;
 mod gate;
 mod mesh;
 mod migrate;
@@ -83,9 +84,12 @@ pub struct WorkerShared {
     stopping: AtomicBool,
     /// A report the planner asked for (its request number), picked up by the monitor.
     report_now: AtomicU64,
-    /// Remote workers reached in the current second (emulated fan-out cost is charged once
+    /// Remote workers reached in the current second (the emulated fan-out cost is charged
     /// per destination per second); cleared by the monitor every second.
     pub fanout_reached: Box<[AtomicU64]>,
+    /// The stretch of emulated executions that spends the fan-out cost, as f64 bits
+    /// ([`fanout`]).
+    pub fanout_stretch: AtomicU64,
     /// The last recovery this worker rolled back for: executors discard outputs they
     /// buffered under an earlier one. Written only under `send_gate`.
     pub generation: AtomicU64,

@@ -103,7 +103,7 @@ fn run(shared: &WorkerShared) {
         std::thread::sleep(sample_every);
         if second.elapsed() >= Duration::from_secs(1) {
             second = Instant::now();
-            shared.fanout_reached.iter().for_each(|w| w.store(0, Ordering::Relaxed));
+            super::fanout::roll_second(shared);
         }
         queue_sum += shared.sched.len() as f64;
         samples += 1;

@@ -333,6 +333,24 @@ impl Scheduler {
         }
     }
 
+    /// Ends the caller's execution of `finished` without picking another: queues the local
+    /// chained requests it caused (arrived at `now`), gives its instance back and wakes idle
+    /// executors for them. The caller then spends time that is the worker's, not the
+    /// operator's (it stays off the CPU count), and comes back with [`Self::next`].
+    pub fn hand_back(&self, finished: OperatorId, children: &mut Vec<Request>, now: Instant) {
+        self.on_cpu.fetch_sub(1, Ordering::Relaxed);
+        let mut g = self.lock();
+        for r in children.drain(..) {
+            g.enqueue(r, now, &self.waiting);
+        }
+        self.release_locked(finished.index());
+        let wake = self.wakes(g.idle_executors, g.queued);
+        drop(g);
+        for _ in 0..wake {
+            self.work.notify_one();
+        }
+    }
+
     /// The last of `children`, if its operator has a free instance and the queue is not
     /// paused (checked again after reserving, so a starting pause waits for it or wins).
     fn take_own(&self, children: &mut Vec<Request>) -> Option<Request> {
@@ -541,8 +559,26 @@ mod tests {
         assert_eq!(s.load(), (0, 0));
     }
 
+    #[test]
+    fn a_handed_back_instance_runs_the_next_request_while_its_executor_is_away() {
+        let s = Scheduler::new(vec![1, 1]);
+        s.push_many([req(0), req(0)]);
+        let Next::Run { request: a, .. } = s.next(|| {}) else { panic!() };
+        assert_eq!(a.op, OperatorId(0));
+        // The first execution's chained request is queued and its instance given back: a
+        // second executor takes the queued 0 (the older request), while the first is away.
+        s.hand_back(OperatorId(0), &mut vec![req(1)], Instant::now());
+        assert_eq!(s.load(), (2, 0));
+        let Next::Run { request: b, .. } = s.next(|| {}) else { panic!() };
+        assert_eq!(b.op, OperatorId(0));
+        let Next::Run { request: c, .. } = s.next(|| {}) else { panic!() };
+        assert_eq!(c.op, OperatorId(1));
+        assert_eq!(s.load(), (0, 2));
+    }
+
     /// Executors racing through a chain of three single-instance operators: every operator
-    /// must see its requests in the order the first one got them.
+    /// must see its requests in the order the first one got them, whether an execution's end
+    /// picks the next request at once or first hands its instance back.
     #[test]
     fn chains_keep_their_order_through_single_instance_operators_under_contention() {
         const REQUESTS: u64 = 20_000;
@@ -567,7 +603,12 @@ mod tests {
                         } else if done.fetch_add(1, Ordering::SeqCst) + 1 == REQUESTS as u32 {
                             s.shutdown();
                         }
-                        finished = Some(request.op);
+                        if request.chain % 3 == 0 {
+                            s.hand_back(request.op, &mut children, Instant::now());
+                            std::thread::yield_now();
+                        } else {
+                            finished = Some(request.op);
+                        }
                     }
                 })
             })
