@@ -10,10 +10,9 @@
 //!   which also carry the real fan-out, e.g. words per line);
 //! - **α, β**: this runtime's dispatch CPU, measured at the start of the experiment
 //!   (`clasp bench dispatch`'s measurement, [`crate::experiments::dispatch::measure`]), plus
-//!   the emulated costs
-//!   when they are on; γ is left out of the emulated case (fan-out 0), because the simulator
-//!   charges γ to a worker's CPU while the runtime's emulation holds an executor slot with it,
-//!   which are the same only when executions use the CPU;
+//!   the emulated costs when they are on, γ with them: both take it from the worker's capacity
+//!   (the simulator from its cores, the runtime's emulation by holding each execution's slot
+//!   longer);
 //! - **delays**: calibration runs of a SYN chain at low load on one worker (every hop local)
 //!   and alternating over two workers (every hop remote) give the runtime's local and remote
 //!   hop delays (planner → worker counts as remote, as in the simulator). A hop is three
@@ -32,7 +31,6 @@ use crate::experiments::dispatch;
 use crate::plot::{Chart, Series};
 use crate::progress::Progress;
 use crate::report::{Output, Report, Table, num};
-use crate::settings::values::DispatchCosts;
 use crate::{BenchError, Options};
 use clasp_core::Pipeline;
 use clasp_core::pattern::RatePattern;
@@ -87,15 +85,6 @@ impl Check {
     }
 }
 
-/// The emulated regime of the comparison: the paper's α and β, no fan-out cost.
-fn emulated_without_fanout() -> Regime {
-    let mut r = Regime::paper();
-    if let Some(c) = r.cost.as_mut() {
-        c.fanout_us = 0.0;
-    }
-    r
-}
-
 /// Runs the experiment on the runtime.
 pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     let (settings, own) = TestbedSettings::read(
@@ -104,10 +93,7 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
         &super::testbed(o.quick),
         &RuntimeSettings::preset(o.quick),
     )?;
-    let regimes = match settings.dispatch_cost {
-        DispatchCosts::Both => vec![Regime::native(), emulated_without_fanout()],
-        other => Regime::all(other),
-    };
+    let regimes = Regime::all(settings.dispatch_cost);
     let apps = settings.apps.0.clone();
     let workers = own.workers.u32();
     let loads = own.loads.0.clone();
@@ -259,8 +245,8 @@ fn simulate(
     Ok(sim.run())
 }
 
-/// The simulated machines' costs: the runtime's α and β plus the emulated ones (fan-out
-/// excluded, see the module docs), capacity slots × 10⁶ µs/s.
+/// The simulated machines' costs: the runtime's α and β plus the emulated ones, capacity
+/// slots × 10⁶ µs/s.
 fn costs(bed: &Testbed) -> clasp_core::stats::Coefficients {
     let mut c = bed.coefficients();
     let fanout = bed.regime.cost.map_or(0.0, |d: DispatchCost| d.fanout_us);
@@ -384,13 +370,6 @@ mod tests {
         assert!(n[0].starts_with("PASS") && n[0].contains("5.0 %"), "{}", n[0]);
         let n = notes(&[check(100.0, 105.0), check(100.0, 130.0)]);
         assert!(n[0].starts_with("FAIL: 1 of 2") && n[0].contains("+30.0 %"), "{}", n[0]);
-    }
-
-    #[test]
-    fn the_emulated_comparison_has_no_fanout_cost() {
-        let r = emulated_without_fanout();
-        let c = r.cost.unwrap();
-        assert_eq!((c.local_us, c.remote_us, c.fanout_us), (38.5, 275.0, 0.0));
     }
 
     #[test]
