@@ -11,10 +11,8 @@
 //! behind on it (at the rate of the interval's last quarter, if higher); a worker reporting
 //! saturation for 2 s fires a trigger without waiting for throughput to fall behind; every
 //! trigger plans for the input rate plus the backlog drained within a catch-up time (as the
-//! Flink autoscaler's `catch-up.duration`) — the backlog the new configuration will meet,
-//! grown by another interval of the input outrunning the throughput — and once a
-//! backlog-sized configuration has drained it, a `caught-up` trigger plans for the rate
-//! alone — one step each way.
+//! Flink autoscaler's `catch-up.duration`), and once a backlog-sized configuration has drained
+//! it, a `caught-up` trigger plans for the rate alone — one step each way.
 //!
 //! Pure: [`crate::autoscaler::Autoscaler`] feeds it one sample per stats interval, for the
 //! runtime and the simulator alike.
@@ -22,10 +20,6 @@
 use crate::error::PlanError;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-
-/// A target this much above its input rate was sized for a backlog: once drained, the rate
-/// alone is planned for again (a small catch-up can still cost a worker).
-const SIZED_FOR_BACKLOG: f64 = 0.01;
 
 /// Which trigger rule applies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -310,15 +304,10 @@ impl Triggers {
         }
     }
 
-    /// A trigger for `reason` at input rate `input`, planning for the backlog the new
-    /// configuration will meet: the one of `now`, and what the input adds beyond the
-    /// throughput until that configuration runs, about one more interval (the decision's and
-    /// the migration's time). Planned for the backlog measured alone, a jump's first decision
-    /// came an interval late for it, and the backlog drained at the rate's size.
+    /// A trigger for `reason` at input rate `input`, planning for the backlog of `now` too.
     fn trigger(&self, reason: Reason, input: f64, now: &Sample) -> Trigger {
         let catch_up = if self.config.catch_up_s > 0.0 && reason != Reason::CaughtUp {
-            let growing = if now.reported { (input - now.throughput).max(0.0) } else { 0.0 };
-            (now.backlog.max(0.0) + growing * now.interval) / self.config.catch_up_s
+            now.backlog.max(0.0) / self.config.catch_up_s
         } else {
             0.0
         };
@@ -452,7 +441,7 @@ impl Triggers {
     pub fn planned(&mut self, t: f64, trigger: &Trigger, from: u32, to: u32) {
         self.baseline = Some(trigger.input_rate);
         self.sized_for_backlog =
-            trigger.target_rate > trigger.input_rate * (1.0 + SIZED_FOR_BACKLOG);
+            trigger.target_rate > trigger.input_rate * (1.0 + self.config.change);
         if from != to {
             self.last_change = Some((t, from, to, trigger.target_rate));
         }
@@ -732,35 +721,18 @@ mod tests {
         feed(&mut c, 0.0, 2.0, 500.0, 500.0, &mut n);
         c.planned(2.0, &at(500.0), 1, 1);
         // Throughput keeps up (within 5 %), but a worker's queue and wait are over their
-        // thresholds: two such intervals fire, with the backlog drained within 2 s planned for,
-        // and the 10 requests/s it grows by for another interval of 1 s: (2,000 + 10) / 2.
+        // thresholds: two such intervals fire, with the backlog drained within 2 s planned for.
         let f = feed_with(&mut c, 2.0, 6.0, 500.0, 490.0, 2_000.0, true, &mut n);
         assert_eq!(f[0].0, 4.0);
         assert_eq!(
             f[0].1,
-            Trigger { reason: Reason::Saturated, input_rate: 500.0, target_rate: 1_505.0 }
+            Trigger { reason: Reason::Saturated, input_rate: 500.0, target_rate: 1_500.0 }
         );
         let paper = TriggerConfig { warmup_requests: 0, ..TriggerConfig::paper() };
         let mut c = Triggers::new(paper);
         feed(&mut c, 0.0, 1.0, 500.0, 500.0, &mut n);
         c.planned(1.0, &at(500.0), 1, 1);
         assert!(feed_with(&mut c, 1.0, 6.0, 500.0, 490.0, 2_000.0, true, &mut n).is_empty());
-    }
-
-    #[test]
-    fn a_small_catch_up_steps_back_too() {
-        let mut c = Triggers::new(TriggerConfig::default());
-        let mut n = 0;
-        feed(&mut c, 0.0, 2.0, 400.0, 400.0, &mut n);
-        c.planned(2.0, &at(400.0), 1, 1);
-        // A rise to 1,000 with 60 waiting: a target 3 % above the rate, which at the edge of
-        // a worker's capacity is a worker more.
-        let f = feed_with(&mut c, 2.0, 3.0, 1_000.0, 1_000.0, 60.0, false, &mut n);
-        assert_eq!((f[0].1.reason, f[0].1.target_rate), (Reason::RateChange, 1_030.0));
-        c.planned(3.0, &f[0].1, 1, 2);
-        let f = feed_with(&mut c, 3.0, 4.0, 1_000.0, 1_000.0, 0.0, false, &mut n);
-        assert_eq!(f.len(), 1);
-        assert_eq!((f[0].1.reason, f[0].1.target_rate), (Reason::CaughtUp, 1_000.0));
     }
 
     #[test]
@@ -772,9 +744,7 @@ mod tests {
         let f = feed_with(&mut c, 2.0, 8.0, 1_000.0, 400.0, 6_000.0, true, &mut n);
         let (t, lag) = f[0];
         assert_eq!((t, lag.reason), (3.0, Reason::RateChange), "a rise is met after 1 s");
-        // The 6,000 waiting and the 600 the input adds beyond the throughput in the interval
-        // until the new configuration runs, drained within 2 s.
-        assert_eq!((lag.input_rate, lag.target_rate), (1_000.0, 4_300.0));
+        assert_eq!((lag.input_rate, lag.target_rate), (1_000.0, 4_000.0));
         c.planned(t, &lag, 1, 4);
         // Draining: throughput above the input, the backlog falling; no trigger.
         let mut backlog = 6_000.0;

@@ -116,10 +116,8 @@ fn warm_up_holds_the_first_decision_then_a_rescale_comes_out() {
     assert_eq!(t, 4.0, "the interval in which 5,000 requests were reached");
     let Step::Rescale(r) = step else { panic!("expected a rescale, got {step:?}") };
     assert_eq!(r.reason, Reason::WarmedUp);
-    // The rate, and the 500 requests/s it runs ahead of the throughput for one more interval
-    // (until the new configuration runs), drained within the catch-up time of 2 s.
-    assert_eq!((r.from, r.epoch, r.target_rate), (1, 2, 1_750.0));
-    assert!(r.to >= workers_for(1_750.0, &d.scaler.cfg), "{} workers", r.to);
+    assert_eq!((r.from, r.epoch, r.target_rate), (1, 2, 1_500.0));
+    assert!(r.to >= workers_for(1_500.0, &d.scaler.cfg), "{} workers", r.to);
     assert!(d.scaler.rescaling());
     assert_eq!(d.scaler.placement().workers, 1, "nothing adopted before it finished");
     // Every key group of `b` is owned by a worker hosting `b`, and the plan moves exactly the
@@ -141,8 +139,6 @@ fn a_rescale_in_flight_keeps_intervals_from_the_triggers_until_it_finishes() {
     d.scaler.rescaled(d.t);
     assert_eq!(d.scaler.placement(), &r.placement);
     assert_eq!((d.scaler.epoch(), d.scaler.keys()), (r.epoch, &r.keys));
-    // A backlog stays (it is not drained, so no step back).
-    d.backlog = 5_000.0;
     // The new configuration keeps falling behind with saturated workers: the saturation
     // trigger fires again once 2 s of intervals after the rescale show it, none of those seen
     // while it ran.
@@ -242,7 +238,6 @@ fn settling_keeps_intervals_from_the_triggers_after_a_rescale() {
     let mut d = Driver::new(AutoscalerConfig { settle_s: 5.0, ..config(0) });
     let Some((_, Step::Rescale(_))) = d.until_step(2_000.0, 1_000.0, 5) else { panic!() };
     d.scaler.rescaled(d.t);
-    d.backlog = 5_000.0;
     let end = d.t;
     // Saturation needs 2 s of intervals; only intervals starting at or after end + 5 count.
     let (t, _) = d.until_step(2_000.0, 1_000.0, 20).expect("saturated after settling");
@@ -329,11 +324,10 @@ fn small_moves_and_instance_changes_are_told_apart() {
     assert!(moved_enough(&a, &Placement::even(&p, 3, 10)));
 }
 
-/// Scales out to 3 workers for 2,000 requests/s, saturated at 1,980 (too small a deficit for
-/// the target to count as sized for a backlog).
+/// Scales out to 3 workers for 2,000 requests/s, lagging at 1,000.
 fn on_three(cfg: AutoscalerConfig) -> Driver {
     let mut d = Driver::new(cfg);
-    let Some((_, Step::Rescale(r))) = d.until_step(2_000.0, 1_980.0, 5) else { panic!() };
+    let Some((_, Step::Rescale(r))) = d.until_step(2_000.0, 1_000.0, 5) else { panic!() };
     assert_eq!(r.to, 3, "{} workers", r.to);
     d.scaler.rescaled(d.t);
     d
@@ -354,12 +348,11 @@ fn a_scale_in_waits_for_its_delay_and_goes_ahead_if_still_wanted() {
 #[test]
 fn the_step_back_from_a_drained_backlog_does_not_wait_for_the_scale_in_delay() {
     let mut d = Driver::new(AutoscalerConfig { scale_in_delay_s: 4.0, ..config(0) });
-    // 2,000 inputs waiting and 500 more in the next interval, drained within the catch-up
-    // time of 2 s: 1,250 requests/s more.
+    // 2,000 inputs waiting, drained within the catch-up time of 2 s: 1,000 requests/s more.
     d.backlog = 2_000.0;
     let Some((_, Step::Rescale(up))) = d.until_step(1_500.0, 1_000.0, 5) else { panic!() };
-    assert_eq!(up.target_rate, 2_750.0);
-    assert!(up.to >= workers_for(2_750.0, d.scaler.config()), "{} workers", up.to);
+    assert_eq!(up.target_rate, 2_500.0);
+    assert!(up.to >= workers_for(2_500.0, d.scaler.config()), "{} workers", up.to);
     d.scaler.rescaled(d.t);
     d.backlog = 0.0;
     let (_, step) = d.until_step(1_500.0, 1_500.0, 5).expect("caught up");
@@ -477,16 +470,13 @@ fn skewed_key_groups_are_rebalanced_on_the_same_workers() {
 #[test]
 fn a_saturated_cluster_is_sized_by_the_throughput_it_completed() {
     // The model sized 3 workers for 2,000 requests/s; they complete 1,000 and report
-    // saturation, so the target (2,000 and the 1,000 it falls behind by in another interval,
-    // drained within 2 s: 2,500) needs ⌈3 · 2,500 / 1,000⌉ = 8 of them, whatever the model
-    // says.
+    // saturation, so the target needs 3 · 2,000 / 1,000 = 6 of them, whatever the model says.
     let mut d = on_three(config(0));
     let step = match d.until_step(2_000.0, 1_000.0, 20).expect("saturated") {
         (_, Step::Rescale(r)) => r,
         (_, other) => panic!("expected a rescale, got {other:?}"),
     };
-    assert_eq!(step.target_rate, 2_500.0);
-    assert_eq!((step.reason, step.from, step.to), (Reason::Saturated, 3, 8));
+    assert_eq!((step.reason, step.from, step.to), (Reason::Saturated, 3, 6));
     assert_eq!(measured_workers(3, 2_000.0, 1_000.0), Some(6));
     assert_eq!(measured_workers(3, 2_000.0, 2_000.0), None, "it keeps up");
     assert_eq!(measured_workers(3, 2_000.0, 0.0), None, "nothing completed");
