@@ -107,7 +107,8 @@ pub struct WorkerSettings {
     pub max_frame: u32,
     /// Seed for routing draws.
     pub seed: u64,
-    /// Emulated dispatch costs, spent by the sending executor on top of the real cost.
+    /// Emulated dispatch costs: α and β spent by the sending executor on top of the real cost,
+    /// γ taken from the worker's capacity.
     pub dispatch_cost: Option<DispatchCost>,
     /// Saturation thresholds: mean queue size and mean queue wait (ms).
     pub saturation_queue: f64,

@@ -73,8 +73,10 @@ pub struct Args {
     /// Emulated service time: `OPERATOR=MICROS[:spin|:sleep]`, `*` for every operator.
     #[arg(long = "service-time", value_name = "OP=MICROS[:MODE]", help_heading = "Input")]
     pub service_time: Vec<String>,
-    /// Emulated chained-request costs `local=US,remote=US,fanout=US[:spin|:sleep]`, spent by
-    /// the sending executor on top of the real cost (to run the paper's cost regime, e.g.
+    /// Emulated chained-request costs `local=US,remote=US,fanout=US[:spin|:sleep]`: local and
+    /// remote spent by the sending executor on top of the real cost, fanout (per other worker
+    /// reached, per second) taken from the worker's capacity in the next second, each emulated
+    /// execution holding its slot longer (to run the paper's cost regime, e.g.
     /// `local=38.5,remote=275,fanout=51500`).
     #[arg(long, value_name = "COSTS", help_heading = "Input")]
     pub dispatch_cost: Option<String>,

@@ -18,8 +18,9 @@
 //! few hundred ns of real CPU, `clasp bench dispatch`; [`NativeCosts`]), or the paper's **emulated** ones
 //! (`--set dispatch_cost=local=38.5,remote=275,fanout=51500`, the default second regime,
 //! [`regime`]),
-//! spent by the sending executor on top of the real cost (`WorkerSettings::dispatch_cost`,
-//! sleeping, so they hold the slot the way Faasm's dispatch held a worker's capacity).
+//! α and β spent by the sending executor on top of the real cost, γ taken from the worker's
+//! capacity in the next second (`WorkerSettings::dispatch_cost`; sleeping, so they hold the
+//! slot the way Faasm's dispatch held a worker's capacity).
 //! Every report names the regime of each row.
 
 mod measure;
