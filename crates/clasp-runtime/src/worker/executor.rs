@@ -595,15 +595,12 @@ pub fn run(shared: Arc<WorkerShared>, index: usize) {
             && let Some(cost) = shared.settings.dispatch_cost
         {
             // The worker's share of the fan-out cost: it holds this slot, not the operator.
+            // `hand_back` took the executor off the CPU count; it is back on it while it spends.
             std::mem::swap(&mut local, &mut out.local);
             shared.sched.hand_back(op, &mut local, clock);
-            if cost.mode == clasp_core::pipeline::ServiceMode::Sleep {
-                service::spend(fanout, cost.mode);
-            } else {
-                shared.sched.back_on_cpu();
-                service::spend(fanout, cost.mode);
-                shared.sched.off_cpu();
-            }
+            shared.sched.back_on_cpu();
+            spend_off_cpu(&shared, fanout, cost.mode);
+            shared.sched.off_cpu();
             clock = Instant::now();
         } else {
             finished = Some(op);
