@@ -1,8 +1,8 @@
 //! When the planner's intervals end. An interval ends on its period, or early when the input
-//! rate rose and completions fall behind it: a jump is then looked at a quarter of an interval
-//! after it, not whenever the period happens to end. The workers' reports are requested just
-//! before each end, so every interval sees their state at its end rather than up to one
-//! period old. Nothing is decided here: an interval that ends early is one more sample for the
+//! rate rose and completions fall behind it: a jump is then looked at as soon as the last
+//! quarter interval shows it (an eighth of an interval of counts at least), not whenever the
+//! period happens to end. The workers' reports are requested just before each end, so every
+//! interval sees their state at its end rather than up to one period old. Nothing is decided here: an interval that ends early is one more sample for the
 //! autoscaler's triggers.
 
 use std::collections::VecDeque;
@@ -71,8 +71,9 @@ impl Pace {
         while self.counts.front().is_some_and(|c| now.duration_since(c.at) > self.interval) {
             self.counts.pop_front();
         }
-        let quarter = self.interval / 4;
-        if self.early.is_some() || now.duration_since(self.last_tick) < quarter {
+        // Looked at from the interval's start, too: a jump just after a tick would otherwise
+        // wait a quarter interval before it is seen, and its backlog grows in the meantime.
+        if self.early.is_some() {
             return;
         }
         let Some((secs, inputs, done)) = self.quarter(now, requests, completed) else { return };
@@ -208,6 +209,20 @@ mod tests {
         let (elapsed, recent) = pace.end(t, counts.0, counts.1);
         assert!(elapsed < INTERVAL * 3 / 4, "{elapsed:?}");
         assert!((recent - 600.0).abs() < 60.0, "the rate since the rise: {recent}");
+    }
+
+    #[test]
+    fn a_rise_just_after_an_interval_began_ends_it_early_too() {
+        let (start, mut pace, mut counts) = started(200.0);
+        // The counts of the interval before, so the quarter that straddles the start is known.
+        let t = feed(&mut pace, &mut counts, start, 0.5, 200.0, 1.0);
+        assert!(pace.due(t));
+        pace.end(t, counts.0, counts.1);
+        pace.restart(t, 200.0);
+        let t = feed(&mut pace, &mut counts, t, 0.05, 600.0, 0.33);
+        assert!(pace.ask_reports(t), "seen within the interval's first tenth");
+        let t = feed(&mut pace, &mut counts, t, 0.05, 600.0, 0.33);
+        assert!(pace.due(t), "{:?} after the interval began", INTERVAL / 5);
     }
 
     #[test]

@@ -167,6 +167,11 @@ fn time_weighted_mean(timeline: &[Interval]) -> f64 {
     if from > 0.0 { sum / from } else { 0.0 }
 }
 
+/// The start of the stage of `starts` (ascending) that `t` falls in.
+fn stage_start(starts: &[f64], t: f64) -> f64 {
+    starts.iter().copied().take_while(|&s| s <= t).last().unwrap_or(0.0)
+}
+
 /// One policy's results in one regime.
 struct Outcome {
     policy: Policy,
@@ -235,6 +240,23 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
             "rescalings",
         ],
     );
+    let mut rescalings = Table::new(
+        "end_to_end_rescalings",
+        &[
+            "dispatch costs",
+            "policy",
+            "time (s)",
+            "since the stage began (s)",
+            "from workers",
+            "to workers",
+            "reason",
+            "target rate (req/s)",
+            "planner (ms)",
+            "longest worker pause (ms)",
+            "keys moved",
+            "requests moved",
+        ],
+    );
     let starts: Vec<f64> = pattern.stages().iter().map(|st| st.start_s).collect();
     let end = pattern.duration().unwrap_or(0.0);
     let mut progress = crate::progress::Progress::new("end-to-end", regimes.len() * policies.len());
@@ -266,6 +288,22 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
                     sig(i.input_rate),
                     sig(i.p50_ms),
                     sig(i.p95_ms),
+                ]);
+            }
+            for e in &out.stats.scaling_events {
+                rescalings.row(vec![
+                    regime.label().into(),
+                    policy.name().into(),
+                    sig(e.time_s),
+                    format!("{:.3}", e.time_s - stage_start(&starts, e.time_s)),
+                    e.from_workers.to_string(),
+                    e.to_workers.to_string(),
+                    e.reason.clone(),
+                    sig(e.target_rate),
+                    sig(e.planner_ms),
+                    sig(e.max_worker_pause_ms),
+                    e.keys_moved.to_string(),
+                    e.requests_moved.to_string(),
                 ]);
             }
             let steps: Vec<Step> = out
@@ -310,7 +348,14 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     let report = Report {
         title: format!("Policies end to end on this runtime ({name} pattern)"),
         setup,
-        tables: vec![t, ratios(&outcomes), criterion(&outcomes, &regimes), converged, over_time],
+        tables: vec![
+            t,
+            ratios(&outcomes),
+            criterion(&outcomes, &regimes),
+            converged,
+            rescalings,
+            over_time,
+        ],
         notes: vec![super::PAPER_NOTE.into()],
     };
     Ok(Output { report, charts: charts(&outcomes, name) })
