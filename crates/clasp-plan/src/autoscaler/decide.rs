@@ -37,10 +37,14 @@ impl Autoscaler {
     /// The step after `trigger`.
     pub(super) fn decide(&mut self, p: &Pipeline, trigger: Trigger) -> Step {
         let now = self.now;
-        let target = if self.cfg.unthrottled { UNTHROTTLED_RATE } else { trigger.target_rate };
+        let (target, planned) = if self.cfg.unthrottled {
+            (UNTHROTTLED_RATE, UNTHROTTLED_RATE)
+        } else {
+            (trigger.target_rate, self.planned_rate(&trigger))
+        };
         let from = self.placement.workers;
         let stats = self.window_stats(p);
-        let decision = match self.policy_decision(p, &stats, target) {
+        let decision = match self.policy_decision(p, &stats, planned) {
             Ok(d) => {
                 let d = self.meet_measured_capacity(p, &stats, &trigger, d);
                 self.meet_slo(p, &stats, d, trigger.input_rate)
@@ -95,6 +99,19 @@ impl Autoscaler {
         let rescale = self.plan(p, placement, trigger.reason, target);
         self.phase = Phase::Rescaling(Box::new(rescale.clone()));
         Step::Rescale(Box::new(rescale))
+    }
+
+    /// The rate the policy plans for after `trigger`: its target, except that CLASP plans the
+    /// catch-up in it (the backlog drained within the catch-up time) at full capacity. The
+    /// headroom is a margin for a sustained rate's noise; a drain lasts until the caught-up step
+    /// back, and planning input + h·catch-up at headroom h asks for input/h + catch-up of
+    /// capacity, so the margin itself still drains faster.
+    pub(super) fn planned_rate(&self, trigger: &Trigger) -> f64 {
+        let catch_up = (trigger.target_rate - trigger.input_rate).max(0.0);
+        if self.cfg.policy != crate::Policy::Clasp || catch_up == 0.0 {
+            return trigger.target_rate;
+        }
+        trigger.input_rate + self.cfg.plan.headroom.clamp(0.0, 1.0) * catch_up
     }
 
     /// Why a scale-in from `from` to `decision.workers` does not go ahead now, if it does not:

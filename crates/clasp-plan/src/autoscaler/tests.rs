@@ -362,6 +362,24 @@ fn the_step_back_from_a_drained_backlog_does_not_wait_for_the_scale_in_delay() {
 }
 
 #[test]
+fn clasp_plans_the_catch_up_at_full_capacity_and_other_policies_as_asked() {
+    let trigger = |input: f64, target: f64| Trigger {
+        reason: Reason::Lagging,
+        input_rate: input,
+        target_rate: target,
+    };
+    let mut cfg = config(0);
+    cfg.plan.headroom = 0.8;
+    let clasp = Driver::new(cfg.clone()).scaler;
+    // input/h + catch-up of capacity: 1,500 + 0.8 · 1,000 planned at 0.8 asks for 1,875 + 1,000.
+    assert_eq!(clasp.planned_rate(&trigger(1_500.0, 2_500.0)), 2_300.0);
+    assert_eq!(clasp.planned_rate(&trigger(1_500.0, 1_500.0)), 1_500.0, "nothing to catch up");
+    let faasflow =
+        Driver::new(AutoscalerConfig { policy: crate::Policy::FaasFlowSp, ..cfg }).scaler;
+    assert_eq!(faasflow.planned_rate(&trigger(1_500.0, 2_500.0)), 2_500.0);
+}
+
+#[test]
 fn a_delayed_scale_in_is_dropped_when_the_rate_comes_back() {
     let mut d = on_three(AutoscalerConfig { scale_in_delay_s: 4.0, ..config(0) });
     let (_, step) = d.until_step(1_000.0, 1_000.0, 10).expect("the rate fell");
