@@ -374,8 +374,7 @@ fn clasp_plans_the_catch_up_at_full_capacity_and_other_policies_as_asked() {
     // input/h + catch-up of capacity: 1,500 + 0.8 · 1,000 planned at 0.8 asks for 1,875 + 1,000.
     assert_eq!(clasp.planned_rate(&trigger(1_500.0, 2_500.0)), 2_300.0);
     assert_eq!(clasp.planned_rate(&trigger(1_500.0, 1_500.0)), 1_500.0, "nothing to catch up");
-    let faasflow =
-        Driver::new(AutoscalerConfig { policy: crate::Policy::FaasFlowSp, ..cfg }).scaler;
+    let faasflow = Driver::new(AutoscalerConfig { policy: Policy::FaasFlowSp, ..cfg }).scaler;
     assert_eq!(faasflow.planned_rate(&trigger(1_500.0, 2_500.0)), 2_500.0);
 }
 
