@@ -2,8 +2,8 @@
 //! rate rose and completions fall behind it: a jump is then looked at as soon as the last
 //! quarter interval shows it (an eighth of an interval of counts at least), not whenever the
 //! period happens to end. The workers' reports are requested just before each end, so every
-//! interval sees their state at its end rather than up to one period old. Nothing is decided here: an interval that ends early is one more sample for the
-//! autoscaler's triggers.
+//! interval sees their state at its end rather than up to one period old. Nothing is decided
+//! here: an interval that ends early is one more sample for the autoscaler's triggers.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
