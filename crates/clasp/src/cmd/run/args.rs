@@ -114,6 +114,7 @@ pub struct Args {
     pub rise_after: Duration,
     /// A backlog is sized to drain within this time after a load jump (0s: size for the rate
     /// alone, as the paper does); once drained, the cluster steps back to the rate's size.
+    /// CLASP plans the drain at full capacity (its 10 % margin per worker is for the rate).
     #[arg(long, default_value = "2s", value_parser = crate::cmd::duration::parse_or_zero, help_heading = "Triggers")]
     pub catch_up: Duration,
     /// A scale-in goes ahead only if it is still decided this long after it first was.
