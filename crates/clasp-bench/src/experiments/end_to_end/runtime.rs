@@ -167,11 +167,6 @@ fn time_weighted_mean(timeline: &[Interval]) -> f64 {
     if from > 0.0 { sum / from } else { 0.0 }
 }
 
-/// The start of the stage of `starts` (ascending) that `t` falls in.
-fn stage_start(starts: &[f64], t: f64) -> f64 {
-    starts.iter().copied().take_while(|&s| s <= t).last().unwrap_or(0.0)
-}
-
 /// One policy's results in one regime.
 struct Outcome {
     policy: Policy,
@@ -295,7 +290,10 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
                     regime.label().into(),
                     policy.name().into(),
                     sig(e.time_s),
-                    format!("{:.3}", e.time_s - stage_start(&starts, e.time_s)),
+                    // Empty past the pattern's end (a scale-in after the input ended).
+                    pattern
+                        .stage_at(e.time_s)
+                        .map_or_else(String::new, |st| format!("{:.3}", e.time_s - st.start_s)),
                     e.from_workers.to_string(),
                     e.to_workers.to_string(),
                     e.reason.clone(),
