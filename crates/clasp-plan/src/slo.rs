@@ -28,10 +28,11 @@
 //! A worker at or over its capacity has an unbounded prediction.
 
 use crate::capacity::{Fractions, WorkerLoad, placement_loads};
+use crate::error::PlanError;
 use crate::policy::clasp_on_workers;
 use crate::projection::Projection;
 use crate::queueing::erlang_c;
-use crate::{Decision, PlanInput, Policy};
+use crate::{Decision, PlanConfig, PlanInput, Policy};
 use clasp_core::placement::Placement;
 use clasp_core::stats::Coefficients;
 use clasp_core::{OperatorId, Pipeline};
@@ -114,21 +115,28 @@ pub fn predicted_p95_us(
 /// not bought.
 pub const MIN_GAIN_BEYOND_REACH: f64 = 0.05;
 
-/// CLASP's placement on the fewest workers, from `decision`'s count up to the worker limit,
-/// whose predicted p95 is within `slo_ms` at `steady_rate` (or the rate each placement
-/// sustains, if lower). When none is, the fewest whose prediction no larger count lowers by
-/// [`MIN_GAIN_BEYOND_REACH`].
+/// CLASP's placement on the fewest workers whose predicted p95 at `steady_rate` (or the rate
+/// a placement sustains, if lower) is within `slo_ms`, each count's placement holding
+/// `input`'s rate at full capacity. When none is, the fewest whose prediction no larger count
+/// lowers by [`MIN_GAIN_BEYOND_REACH`].
 ///
-/// The placements are sized for the decision's rate, which may add a backlog's catch-up to
-/// the input rate; the objective is for the rate that stays. Judged at the catch-up rate, a
-/// jump's first decision buys workers for the latency of a drain that lasts seconds by design.
+/// The objective is the margin here, in place of the configured headroom: a count the budget
+/// would reject for running its workers above W̄ · headroom is taken when its queues are
+/// predicted to keep the objective, and a count whose queues are not is passed over however
+/// far under the budget it runs.
+///
+/// The placements are sized for `input`'s rate, which may add a backlog's catch-up to the
+/// input rate; the objective is for the rate that stays. Judged at the catch-up rate, a jump's
+/// first decision buys workers for the latency of a drain that lasts seconds by design.
 pub fn fewest_workers_within(
     input: &PlanInput<'_>,
-    decision: Decision,
     slo_ms: f64,
     steady_rate: f64,
-) -> Decision {
-    let Ok(proj) = input.projection() else { return decision };
+) -> Result<Decision, PlanError> {
+    let full = PlanConfig { headroom: 1.0, ..input.config.clone() };
+    let input = PlanInput { config: &full, ..*input };
+    let fewest = Policy::Clasp.decide(&input)?;
+    let proj = input.projection()?;
     let c = &input.coefficients;
     let predict = |d: &Decision| {
         if steady_rate >= d.target_rate {
@@ -140,22 +148,22 @@ pub fn fewest_workers_within(
         predicted_p95_us(input.pipeline, &at, &d.placement, &loads, c)
     };
     let slo_us = slo_ms * 1e3;
-    let mut best_p95 = predict(&decision);
+    let mut best_p95 = predict(&fewest);
     if best_p95 <= slo_us {
-        return decision;
+        return Ok(fewest);
     }
-    let mut best = decision;
+    let mut best = fewest;
     for k in best.workers + 1..=input.config.max_workers {
-        let Ok(d) = clasp_on_workers(Policy::Clasp, input, k) else { break };
+        let Ok(d) = clasp_on_workers(Policy::Clasp, &input, k) else { break };
         let p95 = predict(&d);
         if p95 <= slo_us {
-            return d;
+            return Ok(d);
         }
         if p95 < best_p95 * (1.0 - MIN_GAIN_BEYOND_REACH) {
             (best, best_p95) = (d, p95);
         }
     }
-    best
+    Ok(best)
 }
 
 /// The servers a worker of capacity W̄ is modelled with.
@@ -573,7 +581,7 @@ mod tests {
     fn paper_input<'a>(
         p: &'a Pipeline,
         stats: &'a ObservedStats,
-        config: &'a crate::PlanConfig,
+        config: &'a PlanConfig,
         target_rate: f64,
     ) -> PlanInput<'a> {
         let coefficients = Coefficients::PAPER;
@@ -584,7 +592,7 @@ mod tests {
     fn the_objective_is_judged_at_the_rate_that_stays_not_at_the_catch_up() {
         // Placements sized for twice the input rate (a backlog's catch-up): the fewest whose
         // prediction at the input rate, with their loads at that rate, meets the objective.
-        let cfg = crate::PlanConfig { max_workers: 8, ..crate::PlanConfig::default() };
+        let cfg = PlanConfig { max_workers: 8, headroom: 1.0, ..Default::default() };
         let (rate, catch_up) = (150.0, 300.0);
         let p = word_count();
         let stats = ObservedStats::from_spec(&p, rate, 400.0);
@@ -603,13 +611,13 @@ mod tests {
         for &(_, p95) in &steady {
             let slo_ms = p95 * 1.001 / 1e3;
             let want = steady.iter().find(|(_, q)| *q <= slo_ms * 1e3).unwrap().0;
-            let got = fewest_workers_within(&input, decision.clone(), slo_ms, rate);
+            let got = fewest_workers_within(&input, slo_ms, rate).unwrap();
             assert_eq!(got.workers, want, "objective {slo_ms} ms over {steady:?}");
             // Where the catch-up's predictions reach the objective too, they need as many
             // workers at least (out of reach, either falls back to the counts that help).
             if at_catch_up.iter().any(|&(k, q)| k >= decision.workers && q <= slo_ms * 1e3) {
                 let judged_at_target =
-                    fewest_workers_within(&input, decision.clone(), slo_ms, f64::INFINITY);
+                    fewest_workers_within(&input, slo_ms, f64::INFINITY).unwrap();
                 assert!(got.workers <= judged_at_target.workers, "{steady:?} vs {at_catch_up:?}");
                 fewer |= got.workers < judged_at_target.workers;
             }
@@ -633,7 +641,7 @@ mod tests {
     #[test]
     fn the_objective_takes_the_fewest_workers_that_meet_it_or_that_help() {
         // A limit far enough that the predictions flatten out before it.
-        let cfg = crate::PlanConfig { max_workers: 16, ..crate::PlanConfig::default() };
+        let cfg = PlanConfig { max_workers: 16, headroom: 1.0, ..Default::default() };
         let rate = 150.0;
         let p = word_count();
         let stats = ObservedStats::from_spec(&p, rate, 400.0);
@@ -645,11 +653,11 @@ mod tests {
         for (_, p95) in from(decision.workers) {
             let slo_ms = p95 * 1.001 / 1e3;
             let want = from(decision.workers).find(|(_, q)| *q <= slo_ms * 1e3).unwrap().0;
-            let got = fewest_workers_within(&input, decision.clone(), slo_ms, f64::INFINITY);
+            let got = fewest_workers_within(&input, slo_ms, f64::INFINITY).unwrap();
             assert_eq!(got.workers, want, "objective {slo_ms} ms over {all:?}");
         }
         // Out of reach: no larger count would lower the chosen one's prediction by 5 %.
-        let got = fewest_workers_within(&input, decision.clone(), 1e-6, f64::INFINITY);
+        let got = fewest_workers_within(&input, 1e-6, f64::INFINITY).unwrap();
         let chosen = all.iter().find(|(k, _)| *k == got.workers).unwrap().1;
         assert!(
             from(got.workers).all(|(_, q)| q >= chosen * (1.0 - MIN_GAIN_BEYOND_REACH)),
@@ -657,5 +665,37 @@ mod tests {
             got.workers
         );
         assert!(got.workers < cfg.max_workers, "the limit only if it helps: {all:?}");
+    }
+
+    #[test]
+    fn the_objective_replaces_the_headroom_margin() {
+        // Rates where the 0.9 budget needs more workers than full capacity does: an objective
+        // the full-capacity count's queues keep takes that count, below the budget's.
+        let budget = PlanConfig { max_workers: 16, ..Default::default() };
+        let full = PlanConfig { headroom: 1.0, ..budget.clone() };
+        let p = word_count();
+        let mut below_budget = 0;
+        for rate in (1..=40).map(|i| 25.0 * f64::from(i)) {
+            let stats = ObservedStats::from_spec(&p, rate, 400.0);
+            let input = paper_input(&p, &stats, &budget, rate);
+            let at_budget = Policy::Clasp.decide(&input).unwrap();
+            // The counts whose full-capacity placements hold the rate.
+            let full_input = paper_input(&p, &stats, &full, rate);
+            let holding = |k: &u32| {
+                clasp_on_workers(Policy::Clasp, &full_input, *k)
+                    .is_ok_and(|d| d.target_rate >= rate * (1.0 - 1e-9))
+            };
+            let all: Vec<_> = sweep(&full_input).into_iter().filter(|(k, _)| holding(k)).collect();
+            let fewest = all[0].0;
+            for &(k, p95) in all.iter().filter(|(_, q)| q.is_finite()) {
+                let slo_ms = p95 * 1.001 / 1e3;
+                let want = all.iter().find(|(_, q)| *q <= slo_ms * 1e3).unwrap().0;
+                let got = fewest_workers_within(&input, slo_ms, rate).unwrap();
+                assert_eq!(got.workers, want, "{rate}/s, objective {slo_ms} ms over {all:?}");
+                assert!(got.target_rate >= rate * (1.0 - 1e-9), "{rate}/s: {got:?}");
+                below_budget += usize::from(k == fewest && got.workers < at_budget.workers);
+            }
+        }
+        assert!(below_budget > 0, "no rate where the budget's margin costs a worker");
     }
 }

@@ -56,7 +56,7 @@ fn the_slo_placement_meets_the_slo_in_the_simulator_and_the_rate_placement_does_
         }
         let plain_p95 = simulated_p95(&p, &cfg, &plain, rate) as f64;
         let slo_ms = 0.6 * plain_p95 / 1e3;
-        let chosen = fewest_workers_within(&input, plain.clone(), slo_ms, f64::INFINITY);
+        let chosen = fewest_workers_within(&input, slo_ms, f64::INFINITY).unwrap();
         assert!(chosen.workers > plain.workers, "{app}: the SLO asks for more workers");
         let got = simulated_p95(&p, &cfg, &chosen, rate) as f64;
         assert!(got <= slo_ms * 1e3, "{app}: {got} us over the SLO of {slo_ms} ms");

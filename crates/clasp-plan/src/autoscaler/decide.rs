@@ -46,8 +46,8 @@ impl Autoscaler {
         let stats = self.window_stats(p);
         let decision = match self.policy_decision(p, &stats, planned) {
             Ok(d) => {
-                let d = self.meet_measured_capacity(p, &stats, &trigger, d);
-                self.meet_slo(p, &stats, d, trigger.input_rate)
+                let d = self.meet_slo(p, &stats, d, &trigger);
+                self.meet_measured_capacity(p, &stats, &trigger, d)
             }
             Err(e) => {
                 self.triggers.planned(now, &trigger, from, from);
@@ -183,23 +183,24 @@ impl Autoscaler {
         crate::policy::clasp_on_workers(crate::Policy::Clasp, &input, needed).unwrap_or(decision)
     }
 
-    /// With a latency SLO and the CLASP policy: CLASP's placement on the fewest workers, from
-    /// the decision's count up to the worker limit, whose predicted p95 at the trigger's
-    /// `input_rate` (its backlog's catch-up aside) meets the SLO (the limit's placement when
-    /// none does).
+    /// With a latency SLO and the CLASP policy: CLASP's placement on the fewest workers that
+    /// hold the trigger's target at full capacity and whose predicted p95 at its `input_rate`
+    /// (its backlog's catch-up aside) meets the SLO — the objective in place of the headroom's
+    /// margin, so fewer workers than the budget's count when their queues keep it (the limit's
+    /// placement when none does). A saturated trigger's measured capacity is met after it.
     fn meet_slo(
         &mut self,
         p: &Pipeline,
         stats: &ObservedStats,
         d: Decision,
-        input_rate: f64,
+        t: &Trigger,
     ) -> Decision {
         let Some(slo_ms) = self.cfg.latency_slo_ms else { return d };
-        if self.cfg.policy != crate::Policy::Clasp {
+        if self.cfg.policy != crate::Policy::Clasp || self.cfg.unthrottled {
             return d;
         }
-        let input = self.plan_input(p, stats, d.requested_rate);
-        crate::slo::fewest_workers_within(&input, d, slo_ms, input_rate)
+        let input = self.plan_input(p, stats, t.target_rate);
+        crate::slo::fewest_workers_within(&input, slo_ms, t.input_rate).unwrap_or(d)
     }
 
     /// The policy's decision for `target` from `stats`.

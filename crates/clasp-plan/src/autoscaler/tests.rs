@@ -523,3 +523,39 @@ fn a_saturated_trigger_never_scales_in() {
     assert_eq!((r.reason, r.from), (Reason::RateChange, 3));
     assert!(r.to < 3, "{} workers", r.to);
 }
+
+/// The workers of the first decision from one worker at `rate` (its completions a tenth
+/// short), and the driver after it.
+fn first_decision(cfg: &AutoscalerConfig, rate: f64) -> (u32, Driver) {
+    let mut d = Driver::new(cfg.clone());
+    let workers = match d.until_step(rate, rate * 0.9, 5) {
+        Some((_, Step::Rescale(r))) => r.to,
+        Some((_, Step::Install { placement, .. })) => placement.workers,
+        other => panic!("{other:?}"),
+    };
+    (workers, d)
+}
+
+#[test]
+fn a_latency_objective_stands_in_for_the_headroom_and_measured_capacity_stays_a_floor() {
+    // An objective any unsaturated placement keeps takes the count CLASP plans at full
+    // capacity, at a rate where the 0.9 budget's plan needs more.
+    let budget = config(0);
+    let slo = AutoscalerConfig { latency_slo_ms: Some(1e6), ..budget.clone() };
+    let full = AutoscalerConfig {
+        plan: PlanConfig { headroom: 1.0, ..budget.plan.clone() },
+        ..budget.clone()
+    };
+    let (rate, fewest) = (1..200)
+        .map(|i| 50.0 * f64::from(i))
+        .map(|r| (r, first_decision(&full, r).0))
+        .find(|&(r, k)| k >= 2 && k < first_decision(&budget, r).0)
+        .expect("a rate where the budget costs a worker");
+    let (workers, mut d) = first_decision(&slo, rate);
+    assert_eq!(workers, fewest, "at {rate}/s");
+    // Saturated on them at half the rate: the throughput they completed sizes the cluster,
+    // whatever the objective's model says.
+    d.scaler.rescaled(d.t);
+    let Some((_, Step::Rescale(r))) = d.until_step(rate, rate / 2.0, 20) else { panic!() };
+    assert_eq!((r.reason, r.from, r.to), (Reason::Saturated, fewest, 2 * fewest));
+}

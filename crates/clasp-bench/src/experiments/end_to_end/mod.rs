@@ -43,6 +43,8 @@ pub struct SimSettings {
     pub catch_up: TimeOrZero,
     /// How long a scale-in must stay decided before it is carried out (0: at once).
     pub scale_in_delay: TimeOrZero,
+    /// CLASP's latency objective (`--latency-slo`); unset: the rate alone.
+    pub latency_slo: Option<Time>,
 }
 
 impl SimSettings {
@@ -54,6 +56,7 @@ impl SimSettings {
             pattern_scale: Positive(if quick { 0.25 } else { 1.0 }),
             catch_up: TimeOrZero::from_secs(tuning.catch_up_s),
             scale_in_delay: TimeOrZero::from_secs(tuning.scale_in_delay_s),
+            latency_slo: None,
         }
     }
 }

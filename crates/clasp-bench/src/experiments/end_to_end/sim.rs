@@ -67,6 +67,8 @@ pub struct Tuning {
     pub catch_up_s: f64,
     /// Carry a scale-in out only if it is still decided this long after it first was.
     pub scale_in_delay_s: f64,
+    /// CLASP's latency objective (ms), if any.
+    pub latency_slo_ms: Option<f64>,
 }
 
 impl Default for Tuning {
@@ -75,6 +77,7 @@ impl Default for Tuning {
         Self {
             catch_up_s: defaults.triggers.catch_up_s,
             scale_in_delay_s: defaults.scale_in_delay_s,
+            latency_slo_ms: defaults.latency_slo_ms,
         }
     }
 }
@@ -124,6 +127,7 @@ fn one(
         let mut autoscaler = elastic_config(setup, policy, warmup);
         autoscaler.triggers.catch_up_s = tuning.catch_up_s;
         autoscaler.scale_in_delay_s = tuning.scale_in_delay_s;
+        autoscaler.latency_slo_ms = tuning.latency_slo_ms;
         let s = run_elastic(p, setup, autoscaler, pattern.clone(), duration)?;
         let steps: Vec<Step> =
             s.scaling_events.iter().map(|e| Step { time_s: e.time_s, to: e.to_workers }).collect();
@@ -157,8 +161,11 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     let policies = own.policies.0;
     let mut setup = ctx.setup.clone();
     setup.pattern_scale = own.pattern_scale.0;
-    let tuning =
-        Tuning { catch_up_s: own.catch_up.secs(), scale_in_delay_s: own.scale_in_delay.secs() };
+    let tuning = Tuning {
+        catch_up_s: own.catch_up.secs(),
+        scale_in_delay_s: own.scale_in_delay.secs(),
+        latency_slo_ms: own.latency_slo.map(|t| t.micros() / 1e3),
+    };
     let rows =
         ctx.per_app("end-to-end", |p| rows(std::slice::from_ref(p), &setup, &policies, tuning))?;
     let first = policies[0].name();
@@ -203,6 +210,9 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
         ctx.setup.sim.max_workers.min(10),
         setup.pattern_scale
     ));
+    if let Some(slo) = tuning.latency_slo_ms {
+        lines.push(format!("CLASP with a latency objective: p95 within {slo} ms"));
+    }
     let report = Report {
         title: "end-to-end (Fig. 14): burst and gradual input under each policy".into(),
         setup: lines,

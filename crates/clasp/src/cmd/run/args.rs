@@ -43,10 +43,10 @@ pub struct Args {
     /// Most workers a policy may use.
     #[arg(long, default_value_t = 10, help_heading = "Cluster")]
     pub max_workers: u32,
-    /// With `--policy clasp`: also keep the predicted 95th percentile of end-to-end latency
-    /// within this many milliseconds at the input rate, choosing the fewest workers that do
-    /// (when none does, no more than those the model says lower it); a backlog's catch-up is
-    /// sized for but not judged.
+    /// With `--policy clasp`: the fewest workers whose predicted 95th percentile of end-to-end
+    /// latency at the input rate is within this many milliseconds, in place of the headroom's
+    /// margin (when none is, no more than those the model says lower it); a backlog's catch-up
+    /// is sized for at full capacity but not judged.
     #[arg(long, value_name = "P95_MS", help_heading = "Policy")]
     pub latency_slo: Option<f64>,
     /// Start from this placement (the JSON of `clasp plan --json`).
