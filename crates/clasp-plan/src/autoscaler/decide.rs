@@ -186,8 +186,8 @@ impl Autoscaler {
     /// With a latency SLO and the CLASP policy: CLASP's placement on the fewest workers that
     /// hold the trigger's target at full capacity and whose predicted p95 at its `input_rate`
     /// (its backlog's catch-up aside) meets the SLO — the objective in place of the headroom's
-    /// margin, so fewer workers than the budget's count when their queues keep it (the limit's
-    /// placement when none does). A saturated trigger's measured capacity is met after it.
+    /// margin, so fewer workers than the budget's count when their queues keep it (the fewest
+    /// that help when none does). A saturated trigger's measured capacity is met after it.
     fn meet_slo(
         &mut self,
         p: &Pipeline,
