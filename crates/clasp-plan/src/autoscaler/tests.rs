@@ -553,7 +553,7 @@ fn a_latency_objective_stands_in_for_the_headroom_and_measured_capacity_stays_a_
         .expect("a rate where the budget costs a worker");
     let (workers, mut d) = first_decision(&slo, rate);
     assert_eq!(workers, fewest, "at {rate}/s");
-    // Saturated on them at half the rate: the throughput they completed sizes the cluster,
+    // Saturated, completing half the rate: the throughput they completed sizes the cluster,
     // whatever the objective's model says.
     d.scaler.rescaled(d.t);
     let Some((_, Step::Rescale(r))) = d.until_step(rate, rate / 2.0, 20) else { panic!() };
