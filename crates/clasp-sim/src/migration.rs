@@ -5,8 +5,9 @@
 //!    network delay later, when the planner also starts routing inputs by the new placement;
 //! 2. each worker pauses (arrivals are held) and lets its running executions finish;
 //! 3. it sends every peer the plan names one message — the state of the key groups it hands
-//!    over and the queued requests that now belong there — one after the other at the
-//!    migration bandwidth, each arriving a network delay after it is sent;
+//!    over and the queued requests that now belong there (a keyed operator's by owner, a
+//!    stateless one's drawn by share, as the runtime's `reroute_queued`) — one after the other
+//!    at the migration bandwidth, each arriving a network delay after it is sent;
 //! 4. it waits only for the peers the plan says will send to it, installs what arrived (ahead
 //!    of its own queue), examines the held arrivals (forwarding those it no longer owns),
 //!    resumes and reports to the planner, one network delay away.
@@ -138,13 +139,9 @@ impl Simulation<'_> {
         let mut kept = Vec::new();
         for req in queued {
             let op = usize::from(req.op);
-            let to = if self.routing.owns(w as u32, op, req.group) {
-                w as u32
-            } else if self.routing.keyed(op) {
-                self.routing.destination(op, req.group, &mut self.rng)
-            } else {
-                self.routing.main_host(op)
-            };
+            // A keyed request goes to its group's owner; a stateless one is drawn by share
+            // like a new arrival, so a backlog queued here before a scale-out spreads.
+            let to = self.routing.destination(op, req.group, &mut self.rng);
             if to == w as u32 {
                 kept.push(req);
             } else {

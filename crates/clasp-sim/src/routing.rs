@@ -114,13 +114,6 @@ impl Routing {
         }
         rng.random_range(0..u64::from(groups)) as u16
     }
-
-    /// The worker with the largest fraction of `op` (where a migration sends the queued
-    /// requests of a stateless operator a worker no longer runs).
-    pub fn main_host(&self, op: usize) -> u32 {
-        clasp_plan::migration::main_host(&self.placement, OperatorId::from(op))
-            .map_or(0, |w: WorkerId| w.0)
-    }
 }
 
 /// Per operator (empty unless keyed), per worker, the key groups the worker owns.

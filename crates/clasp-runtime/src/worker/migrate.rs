@@ -80,7 +80,8 @@ pub(super) fn migrate(
         .map(|(peer, groups)| (peer, groups, to_peer.remove(&peer).unwrap_or_default()))
         .collect();
     let emptied = ship(shared, order.epoch, outgoing, &mut done);
-    // Requests for peers the plan does not name (routed under an older epoch) are forwarded.
+    // Requests for peers the plan does not name (a stateless operator's, spread by share) are
+    // forwarded.
     for (w, reqs) in to_peer {
         shared.send_to_peer(w, Message::Requests(reqs));
     }
@@ -237,7 +238,8 @@ fn encode_for_peer(
     (peer, data, groups.into_iter().map(|(_, _, detached)| detached).collect())
 }
 
-/// Queued requests under the new routing: those this worker keeps, and those for each peer.
+/// Queued requests under the new routing ([`migration::reroute_queued`]): those this worker
+/// keeps, and those for each peer.
 fn route_queued(
     queued: Vec<std::collections::VecDeque<Request>>,
     routing: &Routing,
@@ -247,7 +249,7 @@ fn route_queued(
     let mut keep = Vec::new();
     let mut to_peer: HashMap<WorkerId, Vec<Request>> = HashMap::new();
     for r in queued.into_iter().flatten() {
-        for (w, part) in migration::reroute(r, routing, me, rng) {
+        for (w, part) in migration::reroute_queued(r, routing, me, rng) {
             if w == me {
                 keep.push(part);
             } else {

@@ -45,6 +45,21 @@ pub struct SimSettings {
     pub scale_in_delay: TimeOrZero,
     /// CLASP's latency objective (`--latency-slo`); unset: the rate alone.
     pub latency_slo: Option<Time>,
+    /// When every policy's first decision comes.
+    pub first_decision: FirstDecision,
+}
+
+/// When the first decision of a simulated run comes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FirstDecision {
+    /// As on the runtime: after the triggers' 2 s, or as soon as an interval finds the cluster
+    /// behind.
+    #[default]
+    AtOnce,
+    /// The paper's setup: after 10,000 input requests (or the pattern's first 5 s of input if
+    /// fewer: the simulated applications are slower than the paper's).
+    Paper,
 }
 
 impl SimSettings {
@@ -57,6 +72,7 @@ impl SimSettings {
             catch_up: TimeOrZero::from_secs(tuning.catch_up_s),
             scale_in_delay: TimeOrZero::from_secs(tuning.scale_in_delay_s),
             latency_slo: None,
+            first_decision: tuning.first_decision,
         }
     }
 }
