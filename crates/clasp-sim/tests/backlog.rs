@@ -64,7 +64,8 @@ fn a_backlog_queued_on_one_worker_drains_at_the_clusters_speed() {
         let s = run(seed);
         let out = s.scaling_events.first().expect("the cluster scales out");
         assert!(out.to_workers >= 4, "seed {seed}: {out:?}");
-        // Inputs and completions of the one-worker period, from the run's own intervals.
+        // Inputs and completions of the one-worker period, from the run's own one-second
+        // intervals (the first two fill the worker; its throughput is read after them).
         let before: Vec<_> = s.timeline.iter().filter(|r| r.time_s <= out.time_s).collect();
         let backlog: f64 = before.iter().map(|r| r.input_rate - r.throughput).sum();
         let one_worker = before.iter().skip(2).map(|r| r.throughput).sum::<f64>()
