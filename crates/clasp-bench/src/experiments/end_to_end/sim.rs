@@ -222,13 +222,14 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     if let Some(slo) = tuning.latency_slo_ms {
         lines.push(format!("CLASP with a latency objective: p95 within {slo} ms"));
     }
+    let cells = criterion_cells(&rows);
     let report = Report {
         title: "end-to-end (Fig. 14): burst and gradual input under each policy".into(),
         setup: lines,
         tables: vec![
             ratios(&rows, first),
             summary(&rows),
-            criterion(&rows, first),
+            super::criterion::table("end-to-end-criterion", "pattern", first, &cells),
             table,
             convergence_table(&rows),
         ],
@@ -236,6 +237,15 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
     };
     let mut charts = charts(&rows);
     charts.extend(convergence_charts(&rows));
+    charts.extend(cells.iter().map(|(pattern, points)| {
+        super::criterion::chart(
+            &format!(
+                "p95 latency against workers, {pattern} input, mean of the applications (sim)"
+            ),
+            &format!("end-to-end-tradeoff-{pattern}"),
+            points,
+        )
+    }));
     Ok(Output { report, charts })
 }
 
@@ -315,9 +325,10 @@ fn summary(rows: &[EndToEndRow]) -> Table {
     t
 }
 
-/// The criterion per pattern ([`super::criterion`]), on the means over the applications.
-fn criterion(rows: &[EndToEndRow], first: &str) -> Table {
-    let cells: Vec<(String, Vec<Point>)> = ["burst", "gradual"]
+/// Each pattern's points on the criterion's axes ([`super::criterion`]): the means over the
+/// applications.
+fn criterion_cells(rows: &[EndToEndRow]) -> Vec<(String, Vec<Point>)> {
+    ["burst", "gradual"]
         .iter()
         .map(|&pattern| {
             let points = distinct(rows, |r| &r.policy)
@@ -333,8 +344,7 @@ fn criterion(rows: &[EndToEndRow], first: &str) -> Table {
                 .collect();
             (pattern.to_owned(), points)
         })
-        .collect();
-    super::criterion::table("end-to-end-criterion", "pattern", first, &cells)
+        .collect()
 }
 
 fn charts(rows: &[EndToEndRow]) -> Vec<Chart> {
