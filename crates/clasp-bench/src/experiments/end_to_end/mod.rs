@@ -2,6 +2,7 @@
 //! through a burst and a gradual input: throughput, median and p95 latency, workers used,
 //! and CLASP's ratios against each baseline.
 
+pub mod attainable;
 pub mod convergence;
 pub mod criterion;
 pub mod floor;

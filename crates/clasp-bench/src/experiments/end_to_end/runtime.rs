@@ -6,6 +6,7 @@
 //! emulated (`--set dispatch_cost=...`, see [`Regime`]; default both); every row names its
 //! regime, and the ratios of CLASP to each baseline are reported per regime.
 
+use super::attainable::{Cell, Measured};
 use super::convergence::{Convergence, Step, convergence};
 use super::criterion::Point;
 use super::{PatternName, RuntimeSettings};
@@ -176,6 +177,8 @@ struct Outcome {
     p95_ms: f64,
     mean_workers: f64,
     convergence: Convergence,
+    /// Its intervals, for [`super::attainable`].
+    measured: Vec<Measured>,
 }
 
 /// Runs the experiment on the runtime.
@@ -274,7 +277,7 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
                 out.stats.scaling_events.len().to_string(),
                 format!("{}/{}", summary.completed, summary.input_requests),
             ]);
-            for i in timeline {
+            for i in &timeline {
                 over_time.row(vec![
                     regime.label().into(),
                     policy.name().into(),
@@ -321,6 +324,15 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
                 c.rescalings.to_string(),
             ]);
             outcomes.push(Outcome {
+                measured: timeline
+                    .iter()
+                    .map(|i| Measured {
+                        workers: i.workers,
+                        rate: i.input_rate,
+                        p50_ms: i.p50_ms,
+                        p95_ms: i.p95_ms,
+                    })
+                    .collect(),
                 policy,
                 regime: regime.label(),
                 throughput: summary.throughput,
@@ -356,6 +368,7 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
                 Policy::Clasp.name(),
                 &cells,
             ),
+            attainable(&outcomes, &cells, &pattern),
             converged,
             rescalings,
             over_time,
@@ -371,6 +384,34 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
         )
     }));
     Ok(Output { report, charts })
+}
+
+/// Per regime, whether any schedule of the counts the run observed could meet the criterion
+/// ([`super::attainable`]).
+fn attainable(
+    outcomes: &[Outcome],
+    cells: &[(String, Vec<Point>)],
+    pattern: &RatePattern,
+) -> Table {
+    let stages: Vec<(f64, f64)> = pattern.stages().iter().map(|s| (s.rate, s.duration_s)).collect();
+    let cells: Vec<Cell> = cells
+        .iter()
+        .filter_map(|(regime, points)| {
+            let v = super::criterion::verdict(points, Policy::Clasp.name())?;
+            Some(Cell {
+                name: regime.clone(),
+                measured: outcomes
+                    .iter()
+                    .filter(|x| x.regime == regime)
+                    .flat_map(|x| x.measured.iter().copied())
+                    .collect(),
+                bound_ms: v.lowest_p95.p95_ms * (1.0 + super::criterion::P95_SLACK),
+                fewest_workers: v.fewest.mean_workers,
+                fewest_policy: v.fewest.policy.clone(),
+            })
+        })
+        .collect();
+    super::attainable::table("end_to_end_attainable", "dispatch costs", &stages, &cells)
 }
 
 /// Each regime's points on the criterion's axes ([`super::criterion`]).
