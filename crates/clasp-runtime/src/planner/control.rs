@@ -67,6 +67,10 @@ pub struct Progress {
     pub throughput: f64,
     /// Median latency of chains completed in the interval (µs).
     pub p50_us: u64,
+    /// 75th percentile (µs).
+    pub p75_us: u64,
+    /// 90th percentile (µs).
+    pub p90_us: u64,
     /// 95th percentile (µs).
     pub p95_us: u64,
     /// Planner queue size.
@@ -535,6 +539,8 @@ impl Planner {
             input_records: (records - last.records) as f64 / secs,
             throughput: (completed - last.completed) as f64 / secs,
             p50_us: hist.value_at_quantile(0.5),
+            p75_us: hist.value_at_quantile(0.75),
+            p90_us: hist.value_at_quantile(0.9),
             p95_us: hist.value_at_quantile(0.95),
             planner_queue,
             worker_queues: latest.iter().map(|r| r.queue_now).collect(),

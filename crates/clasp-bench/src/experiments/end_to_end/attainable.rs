@@ -3,18 +3,25 @@
 //!
 //! Every interval any policy ran says, for its worker count n and input rate r, how many of
 //! its requests at least lay above the bound X (the lowest p95 plus the slack): none when its
-//! p95 was within X, more than 5 % when only its median was, half when not even that. A count
-//! that did so at rate r' does no better at any r ≤ r' (latency does not fall as the load
-//! rises), so each count has three ceilings: the highest rate it was seen holding with its
-//! p95 within X, with its median within X, and at all. A schedule runs each stage of the
-//! pattern on a count seen at that rate or above, and its p95 is within X only if at most 5 %
-//! of all requests lie above X. Choosing the counts is a multiple-choice knapsack (each stage's
-//! worker-seconds against the requests above X it costs); its linear relaxation, solved
-//! greedily along each stage's lower hull, is never above the best schedule. When that bound
-//! lies above the fewest workers a policy ran, no schedule of the counts this run observed can
-//! meet the criterion: the policies below it bought their workers with latency.
+//! p95 was within X, more than 5 % when only its p90 was, 10 % when only its p75 was, 25 % when
+//! only its median was, and half when not even that. A count that did so at rate r' does no
+//! better at any r ≥ r' (latency does not fall as the load rises), so each count has a ceiling
+//! per percentile — the highest rate it was seen holding that percentile within X — and the
+//! highest rate it was seen at. A schedule runs each stage of the pattern on a count seen at
+//! that rate or above, and its p95 is within X only if at most 5 % of all requests lie above
+//! X. Choosing the counts is a multiple-choice knapsack (each stage's worker-seconds against
+//! the requests above X it costs); its linear relaxation, solved greedily along each stage's
+//! lower hull, is never above the best schedule. When that bound lies above the fewest workers
+//! a policy ran, no schedule of the counts this run observed can meet the criterion: the
+//! policies below it bought their workers with latency.
 
 use crate::report::{Table, num};
+
+/// The percentiles an interval reports, in [`Measured::percentiles_ms`]'s order.
+pub const PERCENTILES: [f64; 4] = [0.5, 0.75, 0.9, 0.95];
+
+/// The percentile the criterion compares.
+const P95: f64 = 0.95;
 
 /// One measured interval: its worker count, input rate and latency percentiles.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -23,10 +30,8 @@ pub struct Measured {
     pub workers: u32,
     /// Input rate over it (requests/s).
     pub rate: f64,
-    /// Its median latency (ms).
-    pub p50_ms: f64,
-    /// Its 95th-percentile latency (ms).
-    pub p95_ms: f64,
+    /// Its latency at each of [`PERCENTILES`] (ms).
+    pub percentiles_ms: [f64; 4],
 }
 
 /// What the run showed a worker count can do against the bound X.
@@ -34,32 +39,28 @@ pub struct Measured {
 pub struct Ceilings {
     /// The worker count.
     pub workers: u32,
-    /// The highest rate an interval on it held with its p95 within X (0: none).
-    pub p95_within: f64,
-    /// The highest rate an interval on it held with its median within X (0: none).
-    pub median_within: f64,
+    /// Per percentile of [`PERCENTILES`], the highest rate an interval on it held with that
+    /// percentile within X (0: none).
+    pub within: [f64; 4],
     /// The highest rate it was seen at.
     pub seen: f64,
 }
 
 impl Ceilings {
-    /// The least share of its requests above X this count serves at `rate`; `None` above
-    /// every rate it was seen at.
+    /// The least share of its requests above X this count serves at `rate`: none up to its
+    /// p95's ceiling, then above each ceiling the share beyond that percentile, and half above
+    /// the median's; `None` above every rate it was seen at.
     fn share_above(&self, rate: f64) -> Option<f64> {
-        if rate <= self.p95_within {
-            Some(0.0)
-        } else if rate <= self.median_within {
-            Some(1.0 - P95)
-        } else if rate <= self.seen {
-            Some(0.5)
-        } else {
-            None
+        let mut share = 0.0;
+        for (q, ceiling) in PERCENTILES.iter().zip(self.within).rev() {
+            if rate <= ceiling {
+                return Some(share);
+            }
+            share = 1.0 - q;
         }
+        (rate <= self.seen).then_some(share)
     }
 }
-
-/// The percentile the criterion compares.
-const P95: f64 = 0.95;
 
 /// Each worker count's ceilings in `measured`, fewest workers first.
 pub fn ceilings(measured: &[Measured], bound_ms: f64) -> Vec<Ceilings> {
@@ -68,22 +69,16 @@ pub fn ceilings(measured: &[Measured], bound_ms: f64) -> Vec<Ceilings> {
         let i = match out.iter().position(|c| c.workers == m.workers) {
             Some(i) => i,
             None => {
-                out.push(Ceilings {
-                    workers: m.workers,
-                    p95_within: 0.0,
-                    median_within: 0.0,
-                    seen: 0.0,
-                });
+                out.push(Ceilings { workers: m.workers, within: [0.0; 4], seen: 0.0 });
                 out.len() - 1
             }
         };
         let c = &mut out[i];
         c.seen = c.seen.max(m.rate);
-        if m.p50_ms <= bound_ms {
-            c.median_within = c.median_within.max(m.rate);
-        }
-        if m.p95_ms <= bound_ms {
-            c.p95_within = c.p95_within.max(m.rate);
+        for (ceiling, &latency) in c.within.iter_mut().zip(&m.percentiles_ms) {
+            if latency <= bound_ms {
+                *ceiling = ceiling.max(m.rate);
+            }
         }
     }
     out.sort_by_key(|c| c.workers);
@@ -155,7 +150,7 @@ pub fn table(name: &str, cell: &str, stages: &[(f64, f64)], cells: &[Cell]) -> T
             "fewest mean workers of a policy",
             "by",
             "criterion attainable",
-            "ceilings per count: p95 within / median within / seen (req/s)",
+            "per count, the highest rate held with p95 / p90 / p75 / p50 within the bound, and seen (req/s)",
         ],
     );
     for c in cells {
@@ -169,7 +164,8 @@ pub fn table(name: &str, cell: &str, stages: &[(f64, f64)], cells: &[Cell]) -> T
         let per_count: Vec<String> = ceil
             .iter()
             .map(|k| {
-                format!("{}: {:.0}/{:.0}/{:.0}", k.workers, k.p95_within, k.median_within, k.seen)
+                let [p50, p75, p90, p95] = k.within;
+                format!("{}: {p95:.0}/{p90:.0}/{p75:.0}/{p50:.0}, {:.0}", k.workers, k.seen)
             })
             .collect();
         t.row(vec![
@@ -206,22 +202,30 @@ mod tests {
     use clasp_core::rng::SeededRng;
     use rand::{RngExt, SeedableRng};
 
-    fn interval(workers: u32, rate: f64, p50_ms: f64, p95_ms: f64) -> Measured {
-        Measured { workers, rate, p50_ms, p95_ms }
+    fn interval(workers: u32, rate: f64, percentiles_ms: [f64; 4]) -> Measured {
+        Measured { workers, rate, percentiles_ms }
+    }
+
+    /// A count that held every percentile within X up to `within`, seen up to `seen`.
+    fn count(workers: u32, within: f64, seen: f64) -> Ceilings {
+        Ceilings { workers, within: [within; 4], seen }
     }
 
     #[test]
-    fn ceilings_are_the_highest_rates_on_each_side_of_the_bound() {
+    fn ceilings_are_the_highest_rates_each_percentile_held_within_the_bound() {
         let m = [
-            interval(2, 300.0, 2.0, 3.0),
-            interval(2, 500.0, 2.0, 9.0),
-            interval(2, 700.0, 40.0, 90.0),
-            interval(1, 100.0, 6.0, 8.0),
+            interval(2, 300.0, [2.0, 2.5, 2.8, 3.0]),
+            interval(2, 500.0, [2.0, 4.0, 6.0, 9.0]),
+            interval(2, 700.0, [40.0, 60.0, 80.0, 90.0]),
+            interval(1, 100.0, [6.0, 7.0, 7.5, 8.0]),
         ];
         let c = ceilings(&m, 5.0);
         assert_eq!(c.iter().map(|c| c.workers).collect::<Vec<_>>(), [1, 2]);
-        assert_eq!((c[0].p95_within, c[0].median_within, c[0].seen), (0.0, 0.0, 100.0));
-        assert_eq!((c[1].p95_within, c[1].median_within, c[1].seen), (300.0, 500.0, 700.0));
+        assert_eq!((c[0].within, c[0].seen), ([0.0; 4], 100.0));
+        assert_eq!((c[1].within, c[1].seen), ([500.0, 500.0, 300.0, 300.0], 700.0));
+        // Beyond each percentile's ceiling at least the share past that percentile is above X.
+        let shares = [300.0, 500.0, 700.0, 701.0].map(|r| c[1].share_above(r));
+        assert_eq!(shares, [Some(0.0), Some(1.0 - 0.9), Some(0.5), None]);
     }
 
     #[test]
@@ -229,10 +233,7 @@ mod tests {
         // One worker's median is above X at every rate; two hold everything within it. Stages
         // of 10 s at 100, 100 and 800 requests/s: 10,000 requests, 500 may lie above X, so one
         // worker may take 1,000 requests: one of the two low stages.
-        let c = [
-            Ceilings { workers: 1, p95_within: 0.0, median_within: 0.0, seen: 800.0 },
-            Ceilings { workers: 2, p95_within: 800.0, median_within: 800.0, seen: 800.0 },
-        ];
+        let c = [count(1, 0.0, 800.0), count(2, 800.0, 800.0)];
         let stages = [(100.0, 10.0), (100.0, 10.0), (800.0, 10.0)];
         let got = fewest_mean_workers(&c, &stages).unwrap();
         assert!((got - 5.0 / 3.0).abs() < 1e-9, "{got}");
@@ -240,9 +241,9 @@ mod tests {
 
     #[test]
     fn without_a_count_that_keeps_within_the_bound_no_schedule_does() {
-        let c = [Ceilings { workers: 1, p95_within: 0.0, median_within: 0.0, seen: 800.0 }];
+        let c = [count(1, 0.0, 800.0)];
         assert_eq!(fewest_mean_workers(&c, &[(100.0, 10.0)]), None);
-        let unseen = [Ceilings { workers: 1, p95_within: 50.0, median_within: 50.0, seen: 50.0 }];
+        let unseen = [count(1, 50.0, 50.0)];
         assert_eq!(fewest_mean_workers(&unseen, &[(100.0, 10.0)]), None);
     }
 
@@ -280,10 +281,15 @@ mod tests {
             let counts = rng.random_range(1..=4u32);
             let c: Vec<Ceilings> = (1..=counts)
                 .map(|w| {
+                    // Each percentile's ceiling at most the one below it, as measured ones are.
                     let seen = rng.random_range(100.0..1000.0);
-                    let median_within = seen * rng.random_range(0.0..1.0);
-                    let p95_within = median_within * rng.random_range(0.0..1.0);
-                    Ceilings { workers: w, p95_within, median_within, seen }
+                    let mut within = [0.0; 4];
+                    let mut ceiling = seen;
+                    for c in &mut within {
+                        ceiling *= rng.random_range(0.0..1.0);
+                        *c = ceiling;
+                    }
+                    Ceilings { workers: w, within, seen }
                 })
                 .collect();
             let stages: Vec<(f64, f64)> = (0..rng.random_range(1..=5))
@@ -302,7 +308,7 @@ mod tests {
         let c: Vec<Ceilings> = (1..=3)
             .map(|w| {
                 let r = 300.0 * f64::from(w);
-                Ceilings { workers: w, p95_within: r, median_within: r, seen: r }
+                count(w, r, r)
             })
             .collect();
         let stages = [(200.0, 5.0), (500.0, 7.0), (850.0, 3.0), (90.0, 6.0)];

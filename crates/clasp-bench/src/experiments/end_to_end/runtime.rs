@@ -49,9 +49,8 @@ struct Interval {
     workers: u32,
     /// Requests per second entering the planner.
     input_rate: f64,
-    /// Median and 95th-percentile latency of the chains completed in it (ms).
-    p50_ms: f64,
-    p95_ms: f64,
+    /// Its latency percentiles ([`Measured::percentiles_ms`]).
+    percentiles_ms: [f64; 4],
 }
 
 /// Executor slots per worker.
@@ -147,8 +146,7 @@ fn run_policy(
                 t: p.t,
                 workers: p.workers,
                 input_rate: p.input_rate,
-                p50_ms: p.p50_us as f64 / 1e3,
-                p95_ms: p.p95_us as f64 / 1e3,
+                percentiles_ms: [p.p50_us, p.p75_us, p.p90_us, p.p95_us].map(|us| us as f64 / 1e3),
             })
         },
         |_| {},
@@ -224,6 +222,8 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
             "input rate (req/s)",
             "p50 latency (ms)",
             "p95 latency (ms)",
+            "p75 latency (ms)",
+            "p90 latency (ms)",
         ],
     );
     let mut converged = Table::new(
@@ -284,8 +284,10 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
                     sig(i.t),
                     i.workers.to_string(),
                     sig(i.input_rate),
-                    sig(i.p50_ms),
-                    sig(i.p95_ms),
+                    sig(i.percentiles_ms[0]),
+                    sig(i.percentiles_ms[3]),
+                    sig(i.percentiles_ms[1]),
+                    sig(i.percentiles_ms[2]),
                 ]);
             }
             for e in &out.stats.scaling_events {
@@ -329,8 +331,7 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
                     .map(|i| Measured {
                         workers: i.workers,
                         rate: i.input_rate,
-                        p50_ms: i.p50_ms,
-                        p95_ms: i.p95_ms,
+                        percentiles_ms: i.percentiles_ms,
                     })
                     .collect(),
                 policy,
@@ -527,8 +528,7 @@ mod tests {
             t,
             workers,
             input_rate: 0.0,
-            p50_ms: 0.0,
-            p95_ms: 0.0,
+            percentiles_ms: [0.0; 4],
         });
         assert!((time_weighted_mean(&timeline) - (0.5 + 0.2 + 0.9 + 3.0) / 2.0).abs() < 1e-12);
         assert_eq!(time_weighted_mean(&[]), 0.0);
