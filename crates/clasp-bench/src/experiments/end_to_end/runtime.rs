@@ -42,15 +42,10 @@ fn pattern(
     RatePattern::trace(&text, name.name()).map_err(|e| BenchError::Config(e.to_string()))
 }
 
-/// One progress interval of a run.
+/// One progress interval of a run: its end (s since the start) and what it measured.
 struct Interval {
-    /// Its end (s since the start).
     t: f64,
-    workers: u32,
-    /// Requests per second entering the planner.
-    input_rate: f64,
-    /// Its latency percentiles ([`Measured::percentiles_ms`]).
-    percentiles_ms: [f64; 4],
+    at: Measured,
 }
 
 /// Executor slots per worker.
@@ -142,12 +137,9 @@ fn run_policy(
         Box::new(DiscardSink),
         None,
         |p| {
-            timeline.push(Interval {
-                t: p.t,
-                workers: p.workers,
-                input_rate: p.input_rate,
-                percentiles_ms: [p.p50_us, p.p75_us, p.p90_us, p.p95_us].map(|us| us as f64 / 1e3),
-            })
+            let percentiles_ms = [p.p50_us, p.p75_us, p.p90_us, p.p95_us].map(|us| us as f64 / 1e3);
+            let at = Measured { workers: p.workers, rate: p.input_rate, percentiles_ms };
+            timeline.push(Interval { t: p.t, at })
         },
         |_| {},
     )
@@ -160,7 +152,7 @@ fn run_policy(
 fn time_weighted_mean(timeline: &[Interval]) -> f64 {
     let (mut sum, mut from) = (0.0, 0.0);
     for i in timeline {
-        sum += f64::from(i.workers) * (i.t - from).max(0.0);
+        sum += f64::from(i.at.workers) * (i.t - from).max(0.0);
         from = i.t;
     }
     if from > 0.0 { sum / from } else { 0.0 }
@@ -265,7 +257,7 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
             let (out, timeline) = run_policy(policy, regime, o, &s, &pattern, &lines)?;
             let summary = &out.summary;
             let mean = time_weighted_mean(&timeline);
-            let max = timeline.iter().map(|i| i.workers).max().unwrap_or(0);
+            let max = timeline.iter().map(|i| i.at.workers).max().unwrap_or(0);
             t.row(vec![
                 regime.label().into(),
                 policy.name().into(),
@@ -282,12 +274,12 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
                     regime.label().into(),
                     policy.name().into(),
                     sig(i.t),
-                    i.workers.to_string(),
-                    sig(i.input_rate),
-                    sig(i.percentiles_ms[0]),
-                    sig(i.percentiles_ms[3]),
-                    sig(i.percentiles_ms[1]),
-                    sig(i.percentiles_ms[2]),
+                    i.at.workers.to_string(),
+                    sig(i.at.rate),
+                    sig(i.at.percentiles_ms[0]),
+                    sig(i.at.percentiles_ms[3]),
+                    sig(i.at.percentiles_ms[1]),
+                    sig(i.at.percentiles_ms[2]),
                 ]);
             }
             for e in &out.stats.scaling_events {
@@ -326,14 +318,7 @@ pub(super) fn run(o: &Options) -> Result<Output, BenchError> {
                 c.rescalings.to_string(),
             ]);
             outcomes.push(Outcome {
-                measured: timeline
-                    .iter()
-                    .map(|i| Measured {
-                        workers: i.workers,
-                        rate: i.input_rate,
-                        percentiles_ms: i.percentiles_ms,
-                    })
-                    .collect(),
+                measured: timeline.iter().map(|i| i.at).collect(),
                 policy,
                 regime: regime.label(),
                 throughput: summary.throughput,
@@ -519,16 +504,14 @@ fn charts(outcomes: &[Outcome], pattern: &str) -> Vec<Chart> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Interval, time_weighted_mean};
+    use super::{Interval, Measured, time_weighted_mean};
 
     #[test]
     fn a_short_interval_weighs_by_its_length() {
         // 1 worker for 0.5 s, 1 for 0.2 s (ended early), 3 for 0.3 s and 3 for 1 s: 8.2 / 2.
         let timeline = [(0.5, 1), (0.7, 1), (1.0, 3), (2.0, 3)].map(|(t, workers)| Interval {
             t,
-            workers,
-            input_rate: 0.0,
-            percentiles_ms: [0.0; 4],
+            at: Measured { workers, rate: 0.0, percentiles_ms: [0.0; 4] },
         });
         assert!((time_weighted_mean(&timeline) - (0.5 + 0.2 + 0.9 + 3.0) / 2.0).abs() < 1e-12);
         assert_eq!(time_weighted_mean(&[]), 0.0);
